@@ -1,0 +1,35 @@
+# The README's two set-up commands live here. Both create (or reuse) .venv first.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-test
+
+.PHONY: test venv lint docs bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP): $(BIN)/python setup.py pyproject.toml
+	$(BIN)/python -m pip install --quiet -e '.[test,docs,dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+docs: $(STAMP)
+	$(BIN)/sphinx-build -W -q -b html docs docs/_build/html
+
+bench: $(STAMP)
+	$(BIN)/python bench/fingerprint.py
+	$(BIN)/python bench/store.py
+
+clean:
+	rm -rf $(VENV) docs/_build build *.egg-info

@@ -1,0 +1,234 @@
+"""The URL record (:class:`PageState`), the per-site record (:class:`SiteState`) and
+the :class:`StateStore` protocol that every backend implements.
+
+Stores deal in records and keys only, never in Scrapy ``Request``/``Response``
+objects. Everything a record holds is JSON-serialisable (:meth:`PageState.to_dict`);
+nothing is pickled.
+
+The record follows Sharma & Dixit (seed ``sharma-dixit-self-adjusting-refresh-time``,
+Section III, the URL record: doc id, refresh time, last crawl time, status, p_l, p_g,
+fingerprint key) extended with what the conditional check (validators), the provider
+levels of Xu et al. (past and announced future updates, access counts) and the
+WebFountain change bucket need.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = [
+    "MAX_FUTURE_UPDATES",
+    "MAX_PAST_UPDATES",
+    "PageState",
+    "Provider",
+    "SiteState",
+    "StateStore",
+    "Status",
+]
+
+#: At most this many known past update times are kept per record (newest kept).
+MAX_PAST_UPDATES = 32
+#: At most this many announced future updates are kept per record (earliest kept).
+MAX_FUTURE_UPDATES = 32
+
+
+class Status(str, enum.Enum):
+    """Where a record stands in the crawl cycle."""
+
+    #: Known but never fetched: waits in the discovery stream.
+    QUEUED = "queued"
+    #: Handed to the downloader; a crash leaves it here until it is released.
+    IN_FLIGHT = "in_flight"
+    #: Fetched at least once; waits for its next due time.
+    IDLE = "idle"
+    #: Confirmed gone (404/410); kept so that it is not rediscovered as new.
+    GONE = "gone"
+
+
+class Provider(str, enum.Enum):
+    """Content-provider levels of Xu et al. (Section 3): what the crawler knows of updates."""
+
+    #: Only what the crawler's own visits show.
+    NORMAL = "normal"
+    #: Past update times are known (Last-Modified, sitemap lastmod, feeds, pushes).
+    SMART = "smart"
+    #: Future update times are announced, each with a probability.
+    SUPER = "super"
+
+
+def _bounded_past(times: Iterable[float]) -> list[float]:
+    return sorted(float(t) for t in times)[-MAX_PAST_UPDATES:]
+
+
+def _bounded_future(updates: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
+    return sorted((float(t), float(p)) for t, p in updates)[:MAX_FUTURE_UPDATES]
+
+
+@dataclass
+class PageState:
+    """The persistent record of one canonical URL.
+
+    ``key`` is :func:`scrapy_fresh.keys.url_key` of the URL (Scrapy's request
+    fingerprint). Times are Unix seconds (floats). ``fingerprint`` is an unsigned
+    64-bit simhash (:mod:`scrapy_fresh.fingerprint`). ``request`` holds what is needed
+    to rebuild the request (``url``, ``method``, ``callback`` name, a JSON-safe
+    ``meta`` subset, ``priority``) as plain JSON data.
+    """
+
+    key: str
+    url: str
+    host: str = ""
+    doc_id: int = 0
+    status: Status = Status.QUEUED
+    provider: Provider = Provider.NORMAL
+    first_seen: float = 0.0
+    last_crawl: float | None = None
+    next_due: float = 0.0
+    in_flight_since: float | None = None
+    refresh_secs: float = 86400.0
+    p_l: float = 0.3
+    p_g: float = 0.7
+    visits: int = 0
+    changes: int = 0
+    p_c: float = 0.0
+    change_bucket: int = 0
+    change_rate: float | None = None
+    errors: int = 0
+    fingerprint: int | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+    content_length: int | None = None
+    access_count: int = 0
+    past_updates: list[float] = field(default_factory=list)
+    future_updates: list[tuple[float, float]] = field(default_factory=list)
+    request: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.status = Status(self.status)
+        self.provider = Provider(self.provider)
+        if not 0 <= self.change_bucket <= 255:
+            raise ValueError(f"change_bucket ({self.change_bucket!r}) must fit in one byte (0..255).")
+        if self.fingerprint is not None and not 0 <= self.fingerprint < 1 << 64:
+            raise ValueError(
+                f"fingerprint ({self.fingerprint!r}) must be an unsigned 64-bit integer."
+            )
+        self.past_updates = _bounded_past(self.past_updates)
+        self.future_updates = _bounded_future(self.future_updates)
+
+    @property
+    def is_new(self) -> bool:
+        """True while the URL has never been fetched (it belongs to the discovery stream)."""
+        return self.visits == 0
+
+    def add_past_update(self, when: float) -> None:
+        """Remember a known past update time, keeping the newest :data:`MAX_PAST_UPDATES`."""
+        self.past_updates = _bounded_past([*self.past_updates, when])
+
+    def add_future_update(self, when: float, probability: float) -> None:
+        """Remember an announced update, keeping the earliest :data:`MAX_FUTURE_UPDATES`."""
+        if not 0.0 <= probability <= 1.0:
+            raise ValueError(f"probability ({probability!r}) must be within [0, 1].")
+        self.future_updates = _bounded_future([*self.future_updates, (when, probability)])
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-serialisable dict (enums as their values, tuples as lists)."""
+        data = asdict(self)
+        data["status"] = self.status.value
+        data["provider"] = self.provider.value
+        data["future_updates"] = [[t, p] for t, p in self.future_updates]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PageState:
+        """Build a record from :meth:`to_dict` output; unknown keys are ignored."""
+        names = {f.name for f in fields(cls)}
+        kwargs = {k: v for k, v in data.items() if k in names}
+        if "future_updates" in kwargs:
+            kwargs["future_updates"] = [(t, p) for t, p in kwargs["future_updates"]]
+        return cls(**kwargs)
+
+
+@dataclass
+class SiteState:
+    """Aggregates of one host: the cold start of its new URLs (Sharma & Dixit p_c per site).
+
+    ``visits`` and ``changes`` add up the visits of the host's pages; ``p_c`` is the
+    site's (possibly decayed) degree of success and ``refresh_secs`` the refresh time
+    a new URL of this host starts from.
+    """
+
+    host: str
+    visits: int = 0
+    changes: int = 0
+    p_c: float = 0.0
+    refresh_secs: float | None = None
+    updated_at: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-serialisable dict."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SiteState:
+        """Build a site record from :meth:`to_dict` output; unknown keys are ignored."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@runtime_checkable
+class StateStore(Protocol):
+    """What every URL state store offers. Backends: memory (reference), SQLite (default).
+
+    Semantics shared by all backends (the contract tests in ``tests/store_contract.py``
+    check them):
+
+    * ``put``/``put_many`` insert or replace whole records (upsert); a record without a
+      ``doc_id`` (0) gets the next free one, an existing record keeps its own.
+    * ``add_many`` inserts only records whose key is absent and returns their keys;
+      existing records are left untouched (discovery of a known URL changes nothing).
+    * ``due(now, limit)`` returns up to ``limit`` records with status queued or idle and
+      ``next_due <= now``, most urgent (earliest ``next_due``, then key) first.
+    * ``mark_in_flight`` sets status in-flight with ``in_flight_since = now``;
+      ``release_in_flight`` puts in-flight records (all, or those leased before
+      ``older_than``) back to queued/idle so a crashed run loses nothing.
+    * Writes are durable once the call returns (after ``flush`` for batched backends).
+    """
+
+    def get(self, key: str) -> PageState | None: ...
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, PageState]: ...
+
+    def put(self, state: PageState) -> None: ...
+
+    def put_many(self, states: Iterable[PageState]) -> None: ...
+
+    def add_many(self, states: Iterable[PageState]) -> list[str]: ...
+
+    def delete(self, key: str) -> bool: ...
+
+    def due(self, now: float, limit: int) -> list[PageState]: ...
+
+    def next_due_time(self) -> float | None: ...
+
+    def mark_in_flight(self, keys: Iterable[str], now: float) -> None: ...
+
+    def release_in_flight(self, older_than: float | None = None) -> int: ...
+
+    def counts(self) -> dict[Status, int]: ...
+
+    def iterate(self, batch_size: int = 1000) -> Iterator[PageState]: ...
+
+    def __len__(self) -> int: ...
+
+    def get_site(self, host: str) -> SiteState | None: ...
+
+    def put_site(self, site: SiteState) -> None: ...
+
+    def sites(self) -> Iterator[SiteState]: ...
+
+    def flush(self) -> None: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,50 @@
+"""Packaging for scrapy_fresh; tool configuration lives in pyproject.toml."""
+
+import re
+from pathlib import Path
+
+from setuptools import find_packages, setup
+
+HERE = Path(__file__).parent
+VERSION = re.search(
+    r'^__version__ = "([^"]+)"', (HERE / "scrapy_fresh" / "__init__.py").read_text(), re.M
+).group(1)
+
+setup(
+    name="scrapy-fresh",
+    version=VERSION,
+    description="Keep a Scrapy-crawled collection fresh: due-time scheduling, "
+    "conditional checks, change fingerprints and self-adjusting refresh times.",
+    long_description=(HERE / "README.md").read_text(encoding="utf-8"),
+    long_description_content_type="text/markdown",
+    license="BSD-3-Clause",
+    packages=find_packages(include=["scrapy_fresh", "scrapy_fresh.*"]),
+    package_data={"scrapy_fresh": ["py.typed"]},
+    python_requires=">=3.10",
+    install_requires=[
+        "scrapy>=2.13",
+        "protego>=0.3",
+        "w3lib>=2.1",
+        "lxml>=5",
+        "numpy>=1.24",
+        "simhash>=2.1",
+    ],
+    extras_require={
+        "redis": ["redis>=5", "scrapy-redis>=0.9"],
+        "test": [
+            "pytest>=8",
+            "pytest-twisted>=1.14",
+            "hypothesis>=6.100",
+            "redis>=5",
+            "scrapy-redis>=0.9",
+        ],
+        "docs": ["sphinx>=7"],
+        "plots": ["matplotlib>=3.7"],
+        "dev": ["ruff>=0.6", "mypy>=1.10"],
+    },
+    classifiers=[
+        "Framework :: Scrapy",
+        "Programming Language :: Python :: 3",
+        "Typing :: Typed",
+    ],
+)

@@ -3,11 +3,11 @@
 import re
 from pathlib import Path
 
-from setuptools import find_packages, setup
+from setuptools import Extension, find_packages, setup
 
 HERE = Path(__file__).parent
 VERSION = re.search(
-    r'^__version__ = "([^"]+)"', (HERE / "scrapy_fresh" / "__init__.py").read_text(), re.M
+    r'^__version__ = "([^"]+)"', (HERE / "scrapy_fresh" / "__init__.py").read_text(), re.MULTILINE
 ).group(1)
 
 setup(
@@ -19,7 +19,11 @@ setup(
     long_description_content_type="text/markdown",
     license="BSD-3-Clause",
     packages=find_packages(include=["scrapy_fresh", "scrapy_fresh.*"]),
-    package_data={"scrapy_fresh": ["py.typed"]},
+    package_data={"scrapy_fresh": ["py.typed", "_speedups.pyi"]},
+    # The C version of the fast fingerprint hash (scrapy_fresh/fingerprint.py uses it
+    # when importable). optional=True: without a C compiler the install still succeeds
+    # and fingerprint.py computes the same answers with NumPy.
+    ext_modules=[Extension("scrapy_fresh._speedups", ["scrapy_fresh/_speedups.c"], optional=True)],
     python_requires=">=3.10",
     install_requires=[
         "scrapy>=2.13",

@@ -1,0 +1,218 @@
+"""All ``FRESH_*`` settings read and validated once: :meth:`FreshConfig.from_settings`.
+
+A bad value stops the crawl at start-up with a :class:`~scrapy_fresh.exceptions.ConfigError`
+(a ``ValueError``) that names the setting, the value and what is expected.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from scrapy_fresh import default_settings
+from scrapy_fresh.exceptions import ConfigError
+from scrapy_fresh.store.base import Provider
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+__all__ = ["CHECK_MODES", "MODES", "STORES", "FreshConfig", "parse_provider"]
+
+MODES = ("cycle", "continuous")
+CHECK_MODES = ("auto", "conditional", "head", "none")
+STORES = ("sqlite", "memory", "redis")
+_PROVIDERS = tuple(p.value for p in Provider)
+
+
+def parse_provider(value: Any, where: str) -> Provider:
+    """Return the :class:`Provider` named by ``value``; ``where`` names its source in errors.
+
+    >>> parse_provider("Smart", "meta['fresh_provider']").value
+    'smart'
+    """
+    if isinstance(value, Provider):
+        return value
+    if isinstance(value, str) and value.strip().lower() in _PROVIDERS:
+        return Provider(value.strip().lower())
+    raise ConfigError(
+        f"{where} ({value!r}) is not a provider level; expected one of {', '.join(_PROVIDERS)}."
+    )
+
+
+def _setting(settings: BaseSettings, name: str) -> Any:
+    return settings.get(name, getattr(default_settings, name))
+
+
+def _number(settings: BaseSettings, name: str, *, low: float | None = None,
+            low_open: bool = False, high: float | None = None) -> float:
+    raw = _setting(settings, name)
+    if isinstance(raw, bool):
+        raise ConfigError(f"{name} ({raw!r}) must be a number, not a boolean.")
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} ({raw!r}) must be a number.") from None
+    if not math.isfinite(value):
+        raise ConfigError(f"{name} ({raw!r}) must be a finite number.")
+    if low is not None and (value <= low if low_open else value < low):
+        relation = "higher than" if low_open else "at least"
+        raise ConfigError(f"{name} ({raw!r}) must be {relation} {low:g}.")
+    if high is not None and value > high:
+        raise ConfigError(f"{name} ({raw!r}) must be at most {high:g}.")
+    return value
+
+
+def _integer(settings: BaseSettings, name: str, *, low: int) -> int:
+    raw = _setting(settings, name)
+    value = _number(settings, name, low=low)
+    if value != int(value):
+        raise ConfigError(f"{name} ({raw!r}) must be a whole number.")
+    return int(value)
+
+
+def _choice(settings: BaseSettings, name: str, choices: tuple[str, ...]) -> str:
+    raw = _setting(settings, name)
+    value = str(raw).strip().lower() if isinstance(raw, str) else raw
+    if value not in choices:
+        raise ConfigError(f"{name} ({raw!r}) must be one of {', '.join(choices)}.")
+    return str(value)
+
+
+def _providers(settings: BaseSettings) -> dict[str, Provider]:
+    raw = _setting(settings, "FRESH_PROVIDERS") or {}
+    if not isinstance(raw, Mapping):
+        raise ConfigError(
+            f"FRESH_PROVIDERS ({raw!r}) must be a dict of domain -> provider level, "
+            'e.g. {"example.com": "smart"}.'
+        )
+    result: dict[str, Provider] = {}
+    for domain, level in raw.items():
+        if not isinstance(domain, str) or not domain.strip():
+            raise ConfigError(f"FRESH_PROVIDERS has a bad domain {domain!r}; expected a host name.")
+        result[domain.strip().lower().lstrip(".")] = parse_provider(
+            level, f"FRESH_PROVIDERS[{domain!r}]"
+        )
+    return result
+
+
+@dataclass(frozen=True)
+class FreshConfig:
+    """The validated ``FRESH_*`` settings (see ``docs/reference/settings.rst``)."""
+
+    enabled: bool = True
+    store: str = "sqlite"
+    sqlite_path: str = "fresh/state.sqlite"
+    mode: str = "cycle"
+    cycle_budget: int = 0
+    new_url_share: float = 0.2
+    check: str = "auto"
+    default_refresh_secs: float = 86400.0
+    min_refresh_secs: float = 60.0
+    max_refresh_secs: float = 30 * 86400.0
+    pc_lower: float = 0.3
+    pc_upper: float = 0.7
+    pc_decay: float = 0.1
+    providers: dict[str, Provider] = field(default_factory=dict)
+    drop_unchanged_items: bool = False
+    fingerprint_fields: tuple[str, ...] | None = None
+    fingerprint_threshold_bits: int = 3
+    gone_confirmations: int = 2
+    error_backoff_secs: float = 300.0
+    priority_alpha: float = 0.8
+    priority_beta: float = 0.8
+    priority_window_cycles: int = 5
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> FreshConfig:
+        """Read and validate every ``FRESH_*`` setting; raise ConfigError on the first bad one."""
+        store = str(_setting(settings, "FRESH_STORE"))
+        if store.strip().lower() in STORES:
+            store = store.strip().lower()
+        elif "." not in store:
+            raise ConfigError(
+                f"FRESH_STORE ({store!r}) must be one of {', '.join(STORES)} "
+                "or the import path of a StateStore class."
+            )
+        sqlite_path = _setting(settings, "FRESH_SQLITE_PATH")
+        if not isinstance(sqlite_path, str) or not sqlite_path.strip():
+            raise ConfigError(f"FRESH_SQLITE_PATH ({sqlite_path!r}) must be a non-empty path.")
+        fields_raw = _setting(settings, "FRESH_FINGERPRINT_FIELDS")
+        if fields_raw is None:
+            fp_fields = None
+        elif isinstance(fields_raw, str):
+            fp_fields = tuple(f.strip() for f in fields_raw.split(",") if f.strip())
+        elif isinstance(fields_raw, (list, tuple)) and all(isinstance(f, str) for f in fields_raw):
+            fp_fields = tuple(fields_raw)
+        else:
+            raise ConfigError(
+                f"FRESH_FINGERPRINT_FIELDS ({fields_raw!r}) must be None or a list of field names."
+            )
+        if fp_fields == ():
+            raise ConfigError("FRESH_FINGERPRINT_FIELDS ([]) names no field; use None for all.")
+        config = cls(
+            enabled=settings.getbool("FRESH_ENABLED", default_settings.FRESH_ENABLED),
+            store=store,
+            sqlite_path=sqlite_path,
+            mode=_choice(settings, "FRESH_MODE", MODES),
+            cycle_budget=_integer(settings, "FRESH_CYCLE_BUDGET", low=0),
+            new_url_share=_number(settings, "FRESH_NEW_URL_SHARE", low=0.0, high=1.0),
+            check=_choice(settings, "FRESH_CHECK", CHECK_MODES),
+            default_refresh_secs=_number(settings, "FRESH_DEFAULT_REFRESH_SECS", low=0.0,
+                                         low_open=True),
+            min_refresh_secs=_number(settings, "FRESH_MIN_REFRESH_SECS", low=0.0, low_open=True),
+            max_refresh_secs=_number(settings, "FRESH_MAX_REFRESH_SECS", low=0.0, low_open=True),
+            pc_lower=_number(settings, "FRESH_PC_LOWER", low=0.0, low_open=True, high=1.0),
+            pc_upper=_number(settings, "FRESH_PC_UPPER", low=0.0, low_open=True, high=1.0),
+            pc_decay=_number(settings, "FRESH_PC_DECAY", low=0.0, low_open=True, high=1.0),
+            providers=_providers(settings),
+            drop_unchanged_items=settings.getbool(
+                "FRESH_DROP_UNCHANGED_ITEMS", default_settings.FRESH_DROP_UNCHANGED_ITEMS
+            ),
+            fingerprint_fields=fp_fields,
+            fingerprint_threshold_bits=_integer(settings, "FRESH_FINGERPRINT_THRESHOLD_BITS",
+                                                low=0),
+            gone_confirmations=_integer(settings, "FRESH_GONE_CONFIRMATIONS", low=1),
+            error_backoff_secs=_number(settings, "FRESH_ERROR_BACKOFF_SECS", low=0.0,
+                                       low_open=True),
+            priority_alpha=_number(settings, "FRESH_PRIORITY_ALPHA", low=0.0, high=1.0),
+            priority_beta=_number(settings, "FRESH_PRIORITY_BETA", low=0.0, high=1.0),
+            priority_window_cycles=_integer(settings, "FRESH_PRIORITY_WINDOW_CYCLES", low=2),
+        )
+        config._check_combinations()
+        return config
+
+    def _check_combinations(self) -> None:
+        if self.pc_lower >= self.pc_upper:
+            raise ConfigError(
+                f"FRESH_PC_LOWER ({self.pc_lower!r}) must be lower than "
+                f"FRESH_PC_UPPER ({self.pc_upper!r})."
+            )
+        if self.min_refresh_secs > self.max_refresh_secs:
+            raise ConfigError(
+                f"FRESH_MIN_REFRESH_SECS ({self.min_refresh_secs!r}) must not exceed "
+                f"FRESH_MAX_REFRESH_SECS ({self.max_refresh_secs!r})."
+            )
+        if not self.min_refresh_secs <= self.default_refresh_secs <= self.max_refresh_secs:
+            raise ConfigError(
+                f"FRESH_DEFAULT_REFRESH_SECS ({self.default_refresh_secs!r}) must lie between "
+                f"FRESH_MIN_REFRESH_SECS ({self.min_refresh_secs!r}) and "
+                f"FRESH_MAX_REFRESH_SECS ({self.max_refresh_secs!r})."
+            )
+
+    def provider_for_host(self, host: str) -> Provider | None:
+        """The level :setting:`FRESH_PROVIDERS` gives ``host`` (a subdomain inherits), or None.
+
+        >>> FreshConfig(providers={"example.com": Provider.SMART}).provider_for_host(
+        ...     "news.example.com:8080").value
+        'smart'
+        """
+        name = host.split(":", 1)[0].lower()
+        while name:
+            if name in self.providers:
+                return self.providers[name]
+            if "." not in name:
+                return None
+            name = name.split(".", 1)[1]
+        return None

@@ -1,0 +1,52 @@
+"""Every ``FRESH_*`` setting's default, in one place.
+
+Enabling flags first, then alphabetical. Each setting is documented in
+``docs/reference/settings.rst``: add it there when you add it here.
+"""
+
+from __future__ import annotations
+
+FRESH_ENABLED = True
+
+#: Conditional check: "auto" learns per host; "conditional", "head" or "none" force one way.
+FRESH_CHECK = "auto"
+#: Pages fetched per ``cycle``-mode run (due re-crawls plus new URLs); 0 means no limit.
+FRESH_CYCLE_BUDGET = 0
+#: Refresh time of a new URL whose site has no history yet (Sharma & Dixit t_0).
+FRESH_DEFAULT_REFRESH_SECS = 86400.0
+#: Drop items whose content fingerprint did not change.
+FRESH_DROP_UNCHANGED_ITEMS = False
+#: Base wait after a failed visit (5xx, timeout, DNS); doubled per consecutive error.
+FRESH_ERROR_BACKOFF_SECS = 300.0
+#: Item fields fingerprinted; None means every text field of the item.
+FRESH_FINGERPRINT_FIELDS = None
+#: Hamming distance (bits) above which two fingerprints count as a change.
+FRESH_FINGERPRINT_THRESHOLD_BITS = 3
+#: How many consecutive 404/410 answers make a page ``gone``.
+FRESH_GONE_CONFIRMATIONS = 2
+#: Longest refresh time the self-adjusting rule may reach.
+FRESH_MAX_REFRESH_SECS = 30 * 86400.0
+#: Shortest refresh time the self-adjusting rule may reach.
+FRESH_MIN_REFRESH_SECS = 60.0
+#: "cycle" (fetch what is due, then close) or "continuous" (stay open, fetch as pages come due).
+FRESH_MODE = "cycle"
+#: Share of each cycle's budget reserved for newly discovered URLs (WebFountain's mix).
+FRESH_NEW_URL_SHARE = 0.2
+#: Degree-of-success band of Sharma & Dixit: p_l.
+FRESH_PC_LOWER = 0.3
+#: Degree-of-success band of Sharma & Dixit: p_g.
+FRESH_PC_UPPER = 0.7
+#: Weight of the newest visit in the decayed p_c (1.0 disables fading: plain changes/visits).
+FRESH_PC_DECAY = 0.1
+#: Provider level per domain: {"example.com": "smart"}; subdomains inherit.
+FRESH_PROVIDERS: dict[str, str] = {}
+#: Aging factor alpha of Xu et al. eq. 6 (weight of the last cycle's accesses).
+FRESH_PRIORITY_ALPHA = 0.8
+#: Weight beta of past over future scores in Xu et al. eq. 7 (S_unified).
+FRESH_PRIORITY_BETA = 0.8
+#: Window s of Xu et al. eq. 6: cycles of access history used to predict the next.
+FRESH_PRIORITY_WINDOW_CYCLES = 5
+#: Path of the SQLite store; a relative path is resolved under the project's .scrapy/ dir.
+FRESH_SQLITE_PATH = "fresh/state.sqlite"
+#: Store backend: "sqlite", "memory", "redis", or an import path of a StateStore class.
+FRESH_STORE = "sqlite"

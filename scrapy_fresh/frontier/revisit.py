@@ -1,0 +1,138 @@
+"""What one visit does to a URL record: p_c, refresh time, change rate, bucket, next due.
+
+The one place where a visit's :class:`Outcome` becomes a record update, shared by the
+crawl (the refresh pipeline and the scheduler) and the simulator. The maths lives in
+:mod:`scrapy_fresh.policy`; this module applies it to :class:`~scrapy_fresh.store.base.PageState`.
+
+* p_c: Sharma & Dixit's degree of success (seed ``sharma-dixit-self-adjusting-refresh-time``,
+  Section III) as decayed counts (:class:`~scrapy_fresh.policy.refresh.SuccessCounter`).
+  The decayed counts need no extra field: after ``n`` visits with decay ``d`` the decayed
+  visit count is :math:`(1 - d^n)/(1 - d)` (``n`` with ``d = 1``), and the decayed change
+  count is ``p_c`` times that.
+* refresh time: eq. 1-2 of the same paper, clamped (:func:`~scrapy_fresh.policy.refresh.adjust_refresh`).
+* the first fetch of a URL is not a visit that can show a change: it sets the fingerprint,
+  the validators and the cold-start refresh time from the site.
+* errors back off exponentially and never drop a URL; ``gone`` needs confirmations.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass
+
+from scrapy_fresh.policy.estimators import improved_rate, rate_to_bucket
+from scrapy_fresh.policy.refresh import (
+    DEFAULT_DECAY,
+    SuccessCounter,
+    adjust_refresh,
+    cold_start,
+)
+from scrapy_fresh.store.base import PageState, SiteState, Status
+
+__all__ = ["Outcome", "RevisitPolicy", "record_visit"]
+
+
+class Outcome(str, enum.Enum):
+    """How a visit ended; every visit ends in exactly one."""
+
+    #: First fetch of a URL: nothing to compare with.
+    NEW = "new"
+    CHANGED = "changed"
+    UNCHANGED = "unchanged"
+    NOT_MODIFIED = "not_modified"
+    GONE = "gone"
+    ERROR = "error"
+
+
+#: Outcomes that count as a visit in p_c (Sharma & Dixit: "changes / visits").
+JUDGED = frozenset({Outcome.CHANGED, Outcome.UNCHANGED, Outcome.NOT_MODIFIED})
+
+
+@dataclass(frozen=True)
+class RevisitPolicy:
+    """Parameters of :func:`record_visit` (from :class:`scrapy_fresh.config.FreshConfig`)."""
+
+    p_l: float = 0.3
+    p_g: float = 0.7
+    min_refresh_secs: float = 60.0
+    max_refresh_secs: float = 30 * 86400.0
+    default_refresh_secs: float = 86400.0
+    decay: float = DEFAULT_DECAY
+    error_backoff_secs: float = 300.0
+    gone_confirmations: int = 2
+    #: Weight of a page's new refresh time in its site's (log-space moving average).
+    site_weight: float = 0.1
+
+
+def _counter(visits: int, p_c: float, decay: float) -> SuccessCounter:
+    weight = float(visits) if decay >= 1.0 else (1.0 - decay**visits) / (1.0 - decay)
+    return SuccessCounter(weight, min(weight, max(0.0, p_c) * weight))
+
+
+def record_visit(state: PageState, outcome: Outcome, now: float, policy: RevisitPolicy,
+                 site: SiteState | None = None) -> PageState:
+    """Apply one visit's ``outcome`` at ``now`` to ``state`` (and ``site``), in place.
+
+    Returns ``state``, now idle (or gone) with its next due time set. ``site`` gets the
+    visit added to its aggregates; a first fetch starts from the site's refresh time and
+    p_c (Sharma & Dixit cold start, :func:`~scrapy_fresh.policy.refresh.cold_start`).
+    """
+    state.status = Status.IDLE
+    state.in_flight_since = None
+    if outcome is Outcome.ERROR or (
+        outcome is Outcome.GONE and state.errors + 1 < policy.gone_confirmations
+    ):
+        state.errors += 1
+        backoff = policy.error_backoff_secs * 2.0 ** min(state.errors - 1, 30)
+        state.next_due = now + min(backoff, policy.max_refresh_secs)
+        return state
+    if outcome is Outcome.GONE:
+        state.errors += 1
+        state.status = Status.GONE
+        state.next_due = now + policy.max_refresh_secs
+        return state
+    state.errors = 0
+    first = state.last_crawl is None
+    if first or outcome is Outcome.NEW:
+        site_secs = site.refresh_secs if site is not None else None
+        site_pc = site.p_c if site is not None and site.visits else None
+        state.refresh_secs, state.p_c = cold_start(site_secs, site_pc, policy.default_refresh_secs)
+        state.refresh_secs = min(max(state.refresh_secs, policy.min_refresh_secs),
+                                 policy.max_refresh_secs)
+    else:
+        changed = outcome is Outcome.CHANGED
+        counter = _counter(state.visits, state.p_c, policy.decay).record(
+            changed, decay=policy.decay
+        )
+        state.visits += 1
+        state.changes += int(changed)
+        state.p_c = counter.p_c
+        state.refresh_secs = adjust_refresh(
+            state.refresh_secs, state.p_c, policy.p_l, policy.p_g,
+            min_secs=policy.min_refresh_secs, max_secs=policy.max_refresh_secs,
+        )
+        span = now - state.first_seen
+        if state.visits and span > 0:
+            state.change_rate = improved_rate(state.changes, state.visits, span / state.visits)
+            state.change_bucket = rate_to_bucket(state.change_rate)
+        if site is not None:
+            _update_site(site, changed, state.refresh_secs, now, policy)
+    state.last_crawl = now
+    state.next_due = now + state.refresh_secs
+    return state
+
+
+def _update_site(site: SiteState, changed: bool, page_refresh: float, now: float,
+                 policy: RevisitPolicy) -> None:
+    counter = _counter(site.visits, site.p_c, policy.decay).record(changed, decay=policy.decay)
+    site.visits += 1
+    site.changes += int(changed)
+    site.p_c = counter.p_c
+    if site.refresh_secs is None:
+        site.refresh_secs = page_refresh
+    else:
+        w = policy.site_weight
+        site.refresh_secs = math.exp((1 - w) * math.log(site.refresh_secs)
+                                     + w * math.log(page_refresh))
+    site.updated_at = now

@@ -10,7 +10,7 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(STAMP): $(BIN)/python setup.py pyproject.toml
+$(STAMP): $(BIN)/python setup.py pyproject.toml scrapy_fresh/_speedups.c
 	$(BIN)/python -m pip install --quiet -e '.[test,docs,dev]'
 	touch $(STAMP)
 

@@ -70,7 +70,7 @@ def test_site_aggregates_pages():
 def test_errors_back_off_and_never_drop_the_url():
     state = fetched()
     dues = []
-    for i in range(4):
+    for _i in range(4):
         record_visit(state, Outcome.ERROR, 1000.0, POLICY)
         dues.append(state.next_due - 1000.0)
     assert dues == [300.0, 600.0, 1200.0, 2400.0]

@@ -48,5 +48,5 @@ FRESH_PRIORITY_BETA = 0.8
 FRESH_PRIORITY_WINDOW_CYCLES = 5
 #: Path of the SQLite store; a relative path is resolved under the project's .scrapy/ dir.
 FRESH_SQLITE_PATH = "fresh/state.sqlite"
-#: Store backend: "sqlite", "memory", "redis", or an import path of a StateStore class.
+#: Store backend: "sqlite", "memory", or an import path of a StateStore class ("redis": not yet).
 FRESH_STORE = "sqlite"

@@ -2,11 +2,26 @@
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
+import subprocess
 import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import pytest
+from scrapy import Request, Spider
+from scrapy.utils.test import get_crawler
+
+if TYPE_CHECKING:  # imported where used, so that a broken module fails its tests only
+    from scrapy_fresh.frontier.revisit import Outcome
+    from scrapy_fresh.runtime import FreshRuntime
+    from scrapy_fresh.scheduler import FreshScheduler
+    from scrapy_fresh.store.base import PageState, Provider
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -22,3 +37,193 @@ def python_env() -> dict[str, str]:
 @pytest.fixture
 def python_exe() -> str:
     return sys.executable
+
+
+# -- real crawls against local servers (tests/test_crawl_*.py) ---------------------------
+
+
+def _load_mockserver() -> ModuleType:
+    path = ROOT / "tests" / "mockserver.py"
+    spec = importlib.util.spec_from_file_location("fresh_mockserver", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def mockserver() -> ModuleType:
+    """The tests/mockserver.py module (MockSite, MockServer)."""
+    return sys.modules.get("fresh_mockserver") or _load_mockserver()
+
+
+@dataclass
+class CrawlResult:
+    returncode: int
+    stats: dict[str, Any]
+    items: list[dict[str, Any]]
+    dropped: int
+    reason: str | None
+    log: str
+
+    def stat(self, name: str) -> int:
+        return int(self.stats.get(name, 0))
+
+
+@dataclass
+class SpawnedCrawl:
+    process: subprocess.Popen[str]
+    output: Path
+
+    def finish(self, timeout: float = 30.0, *, check: bool = True) -> CrawlResult:
+        stdout, stderr = self.process.communicate(timeout=timeout)
+        return _result(self.process.returncode, self.output, stdout + stderr, check)
+
+
+def spawn_crawl(config: dict[str, Any], workdir: Path) -> SpawnedCrawl:
+    """Start tests/crawl_runner.py with ``config`` in a subprocess; do not wait."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    n = len(list(workdir.glob("crawl-*.json")))
+    config_path = workdir / f"crawl-{n}.json"
+    output = workdir / f"result-{n}.json"
+    config_path.write_text(json.dumps({**config, "output": str(output)}))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "tests" / "crawl_runner.py"), str(config_path)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=workdir,
+    )
+    return SpawnedCrawl(process, output)
+
+
+def run_crawl(config: dict[str, Any], workdir: Path, *, timeout: float = 60.0,
+              check: bool = True) -> CrawlResult:
+    """Run tests/crawl_runner.py with ``config`` in a subprocess; return what it wrote."""
+    spawned = spawn_crawl(config, workdir)
+    try:
+        return spawned.finish(timeout, check=check)
+    finally:
+        if spawned.process.poll() is None:
+            spawned.process.kill()
+            spawned.process.wait()
+
+
+def _result(returncode: int, output: Path, log: str, check: bool) -> CrawlResult:
+    data = json.loads(output.read_text()) if output.exists() else {}
+    result = CrawlResult(returncode, data.get("stats", {}), data.get("items", []),
+                         data.get("dropped", 0), data.get("reason"), log)
+    if check:
+        assert returncode == 0, result.log[-5000:]
+        assert output.exists(), result.log[-5000:]
+        assert "Traceback" not in result.log, result.log[-5000:]
+    return result
+
+
+@pytest.fixture(scope="session")
+def crawl() -> Callable[..., CrawlResult]:
+    """Run one real crawl in a subprocess: ``crawl(config, workdir)``."""
+    return run_crawl
+
+
+@pytest.fixture(scope="session")
+def spawn() -> Callable[..., SpawnedCrawl]:
+    """Start one real crawl in a subprocess: ``spawn(config, workdir).finish()``."""
+    return spawn_crawl
+
+
+# -- FreshScheduler and the middlewares driven directly (memory store, fake clock) -------
+
+#: The fake clock's start.
+HARNESS_NOW = 1_000_000.0
+
+
+class HarnessSpider(Spider):
+    name = "harness"
+
+    def parse(self, response: Any) -> Any:
+        return []
+
+    def parse_page(self, response: Any) -> Any:
+        return []
+
+
+@dataclass
+class Harness:
+    scheduler: FreshScheduler
+    runtime: FreshRuntime
+    clock: list[float]
+    crawler: Any
+
+    def stat(self, name: str) -> int:
+        return int(self.crawler.stats.get_value(name, 0))
+
+    def drain(self) -> list[Request]:
+        out = []
+        while (request := self.scheduler.next_request()) is not None:
+            out.append(request)
+        return out
+
+    def record(self, request: Request, outcome: Outcome | None = None) -> None:
+        from scrapy_fresh.frontier.revisit import Outcome
+
+        outcome = outcome or Outcome.NOT_MODIFIED
+        assert self.runtime.record_outcome(request.meta, outcome) is not None
+
+    def state(self, url: str) -> PageState:
+        from scrapy_fresh.keys import url_key
+
+        state = self.runtime.store.get(url_key(url))
+        assert state is not None
+        return state
+
+
+def known_record(url: str, *, last_crawl: float, next_due: float, access_count: int = 0,
+                 provider: Provider | None = None, callback: str = "parse_page",
+                 **fields: Any) -> PageState:
+    """A record fetched before (idle), as a previous run leaves it."""
+    from scrapy_fresh.keys import url_host, url_key
+    from scrapy_fresh.store.base import PageState, Provider, Status
+
+    provider = provider or Provider.NORMAL
+    return PageState(
+        key=url_key(url), url=url, host=url_host(url), status=Status.IDLE, provider=provider,
+        first_seen=last_crawl - 100, last_crawl=last_crawl, next_due=next_due,
+        access_count=access_count, fingerprint=fields.pop("fingerprint", 1),
+        request={"url": url, "callback": callback}, **fields,
+    )
+
+
+@pytest.fixture
+def known() -> Callable[..., PageState]:
+    """``known(url, last_crawl=..., next_due=..., **fields)``: a visited record."""
+    return known_record
+
+
+@pytest.fixture
+def harness() -> Iterator[Callable[..., Harness]]:
+    """``harness(settings, spider=..., records=[...])``: an open FreshScheduler."""
+    made: list[Harness] = []
+
+    def make(settings: dict[str, Any] | None = None, spider: type[Spider] = HarnessSpider,
+             records: list[PageState] | None = None) -> Harness:
+        from scrapy_fresh.runtime import FreshRuntime
+        from scrapy_fresh.scheduler import FreshScheduler
+
+        crawler = get_crawler(spider, {"FRESH_STORE": "memory", **(settings or {})})
+        crawler.spider = spider.from_crawler(crawler)
+        crawler.stats.open_spider()
+        runtime = FreshRuntime.of(crawler)
+        clock = [HARNESS_NOW]
+        runtime.clock = lambda: clock[0]
+        if records:
+            runtime.store.put_many(records)
+        scheduler = FreshScheduler.from_crawler(crawler)
+        scheduler.open(crawler.spider)
+        made.append(h := Harness(scheduler, runtime, clock, crawler))
+        return h
+
+    yield make
+    for h in made:
+        h.scheduler.close("finished")

@@ -13,15 +13,17 @@ Page families (``N`` is 0..count-1), each a different validator behaviour:
 * ``/err/N`` 500 (even N) or a reply delayed past the test's timeout (odd N).
 * ``/private/...`` disallowed by robots.txt.
 
-``/`` links to every page; ``/robots.txt`` has a Crawl-delay (configurable) and a
-``Disallow: /private/``. The server logs every request it serves (method, path,
-status, body bytes, request headers) so tests can check what really crossed the wire.
+``/`` links to every page (of the families in ``linked``); ``/robots.txt`` has a
+Crawl-delay (configurable) and a ``Disallow: /private/``. The server logs every request
+it serves (method, path, status, body bytes, request headers) so tests can check what
+really crossed the wire.
 """
 
 from __future__ import annotations
 
 import hashlib
 import random
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -78,9 +80,11 @@ class MockSite:
     """The pages and the request log behind one server."""
 
     def __init__(self, count: int = 15, paragraphs: int = 8, seed: int = 1,
-                 crawl_delay: float | None = None, slow_secs: float = 3.0) -> None:
+                 crawl_delay: float | None = None, slow_secs: float = 3.0,
+                 linked: tuple[str, ...] = FAMILIES) -> None:
         self.rng = random.Random(seed)
         self.count = count
+        self.linked = linked  # the families ``/`` links to
         self.crawl_delay = crawl_delay
         self.slow_secs = slow_secs
         self.lock = threading.Lock()
@@ -166,7 +170,7 @@ class _Handler(BaseHTTPRequestHandler):
                        {"Content-Type": "text/plain"}, head)
             return
         if path == "/":
-            links = "".join(f'<a href="{p}">{p}</a> ' for p in site.paths())
+            links = "".join(f'<a href="{p}">{p}</a> ' for p in site.paths(site.linked))
             self._send(200, f"<html><body>{links}</body></html>".encode(), {}, head)
             return
         parts = path.strip("/").split("/")
@@ -213,10 +217,19 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    # The default listen backlog (5) overflows when a crawl opens many connections at
+    # once; Linux then drops SYNs and the client retries one second later.
+    request_queue_size = 128
 
     def __init__(self, address: tuple[str, int], site: MockSite) -> None:
         self.site = site
         super().__init__(address, _Handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that timed out and hung up on a slow page is not an error here.
+        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            return
+        super().handle_error(request, client_address)
 
 
 class MockServer:
@@ -227,7 +240,8 @@ class MockServer:
         self.httpd = _Server((host, 0), self.site)
         self.host = host
         self.port = self.httpd.server_address[1]
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True,
+                                       kwargs={"poll_interval": 0.05})
 
     def __enter__(self) -> MockServer:  # noqa: PYI034
         self.thread.start()

@@ -110,7 +110,9 @@ class PageState:
         self.status = Status(self.status)
         self.provider = Provider(self.provider)
         if not 0 <= self.change_bucket <= 255:
-            raise ValueError(f"change_bucket ({self.change_bucket!r}) must fit in one byte (0..255).")
+            raise ValueError(
+                f"change_bucket ({self.change_bucket!r}) must fit in one byte (0..255)."
+            )
         if self.fingerprint is not None and not 0 <= self.fingerprint < 1 << 64:
             raise ValueError(
                 f"fingerprint ({self.fingerprint!r}) must be an unsigned 64-bit integer."
@@ -185,50 +187,114 @@ class StateStore(Protocol):
     Semantics shared by all backends (the contract tests in ``tests/store_contract.py``
     check them):
 
-    * ``put``/``put_many`` insert or replace whole records (upsert); a record without a
-      ``doc_id`` (0) gets the next free one, an existing record keeps its own.
-    * ``add_many`` inserts only records whose key is absent and returns their keys;
-      existing records are left untouched (discovery of a known URL changes nothing).
+    * One record per key. Keys are 40-character lower-case hex SHA-1 strings
+      (:func:`scrapy_fresh.keys.url_key`); any other key raises ValueError.
+    * ``put``/``put_many`` insert or replace whole records (upsert). An existing record
+      keeps its ``doc_id`` whatever the new one says. A new record with ``doc_id`` 0
+      gets one higher than every doc_id the store has given so far (doc ids are never
+      reused; there may be gaps); a new record with a non-zero ``doc_id`` keeps it,
+      unless another record has it (:class:`~scrapy_fresh.exceptions.StoreError`).
+      The records passed in are not changed: read a record back to learn its doc_id.
+    * ``add_many`` inserts only records whose key is absent and returns their keys, in
+      input order (the first of duplicate keys wins); existing records are left
+      untouched (discovery of a known URL changes nothing).
+    * Records are copied in and out: changing a record after ``put`` or after ``get``
+      changes nothing in the store until it is put again.
+    * Each write call is all-or-nothing: a bad record (ValueError or TypeError: a NaN
+      time, a fingerprint outside 0..2**64-1, an integer beyond 64 bits, a non-JSON
+      ``request``, an unknown status) or a store failure leaves no part of the call
+      behind. Lists are bounded as :class:`PageState` bounds them, and JSON data comes
+      back as JSON gives it (tuples as lists).
     * ``due(now, limit)`` returns up to ``limit`` records with status queued or idle and
       ``next_due <= now``, most urgent (earliest ``next_due``, then key) first.
     * ``mark_in_flight`` sets status in-flight with ``in_flight_since = now``;
       ``release_in_flight`` puts in-flight records (all, or those leased before
       ``older_than``) back to queued/idle so a crashed run loses nothing.
     * Writes are durable once the call returns (after ``flush`` for batched backends).
+      Failures of the store itself raise :class:`~scrapy_fresh.exceptions.StoreError`;
+      so does any call after ``close``.
     """
 
-    def get(self, key: str) -> PageState | None: ...
+    def get(self, key: str) -> PageState | None:
+        """Return the record of ``key``, or None if there is none."""
+        ...
 
-    def get_many(self, keys: Iterable[str]) -> dict[str, PageState]: ...
+    def get_many(self, keys: Iterable[str]) -> dict[str, PageState]:
+        """Return the records of ``keys`` that exist, by key (missing keys are left out)."""
+        ...
 
-    def put(self, state: PageState) -> None: ...
+    def put(self, state: PageState) -> None:
+        """Insert or replace the record of ``state.key``."""
+        ...
 
-    def put_many(self, states: Iterable[PageState]) -> None: ...
+    def put_many(self, states: Iterable[PageState]) -> None:
+        """Insert or replace records, all of them or (on an error) none."""
+        ...
 
-    def add_many(self, states: Iterable[PageState]) -> list[str]: ...
+    def add_many(self, states: Iterable[PageState]) -> list[str]:
+        """Insert the records whose key is absent; return their keys in input order."""
+        ...
 
-    def delete(self, key: str) -> bool: ...
+    def delete(self, key: str) -> bool:
+        """Remove the record of ``key``; return whether there was one."""
+        ...
 
-    def due(self, now: float, limit: int) -> list[PageState]: ...
+    def due(self, now: float, limit: int) -> list[PageState]:
+        """Return up to ``limit`` (0 or more) queued or idle records with ``next_due <= now``.
 
-    def next_due_time(self) -> float | None: ...
+        Ordered by ``next_due``, then key. The records stay where they are: mark them
+        in flight to take them out of later results.
+        """
+        ...
 
-    def mark_in_flight(self, keys: Iterable[str], now: float) -> None: ...
+    def next_due_time(self) -> float | None:
+        """Return the earliest ``next_due`` of a queued or idle record, or None if none."""
+        ...
 
-    def release_in_flight(self, older_than: float | None = None) -> int: ...
+    def mark_in_flight(self, keys: Iterable[str], now: float) -> None:
+        """Set status in-flight and ``in_flight_since = now``; unknown keys are ignored."""
+        ...
 
-    def counts(self) -> dict[Status, int]: ...
+    def release_in_flight(self, older_than: float | None = None) -> int:
+        """Put in-flight records back: queued if never visited, else idle; return how many.
 
-    def iterate(self, batch_size: int = 1000) -> Iterator[PageState]: ...
+        :param older_than: release only the records with ``in_flight_since`` before this
+            time (strictly) or unset; None releases all of them.
+        """
+        ...
 
-    def __len__(self) -> int: ...
+    def counts(self) -> dict[Status, int]:
+        """Return the number of records per status, every status present (0 if none)."""
+        ...
 
-    def get_site(self, host: str) -> SiteState | None: ...
+    def iterate(self, batch_size: int = 1000) -> Iterator[PageState]:
+        """Yield every record once, reading ``batch_size`` (1 or more) at a time.
 
-    def put_site(self, site: SiteState) -> None: ...
+        The order is the backend's. Records written during the iteration never come
+        twice; records added during it may or may not come.
+        """
+        ...
 
-    def sites(self) -> Iterator[SiteState]: ...
+    def __len__(self) -> int:
+        """Return the number of page records (site records are not counted)."""
+        ...
 
-    def flush(self) -> None: ...
+    def get_site(self, host: str) -> SiteState | None:
+        """Return the site record of ``host``, or None."""
+        ...
 
-    def close(self) -> None: ...
+    def put_site(self, site: SiteState) -> None:
+        """Insert or replace the site record of ``site.host``."""
+        ...
+
+    def sites(self) -> Iterator[SiteState]:
+        """Yield every site record once."""
+        ...
+
+    def flush(self) -> None:
+        """Make every write so far durable (commit what a batching backend holds)."""
+        ...
+
+    def close(self) -> None:
+        """Flush and release the store; closing again does nothing."""
+        ...

@@ -1,0 +1,67 @@
+"""The scrapy_fresh add-on: ``ADDONS = {"scrapy_fresh.Addon": 0}`` is the whole setup.
+
+It is the same as setting, by hand::
+
+    SCHEDULER = "scrapy_fresh.scheduler.FreshScheduler"
+    DOWNLOADER_MIDDLEWARES = {"scrapy_fresh.middlewares.FreshDownloaderMiddleware": 540}
+    SPIDER_MIDDLEWARES = {"scrapy_fresh.middlewares.FreshSpiderMiddleware": 40}
+    ITEM_PIPELINES = {"scrapy_fresh.pipelines.FreshItemPipeline": 100}
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.misc import load_object
+
+from scrapy_fresh import default_settings
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+__all__ = ["COMPONENTS", "SCHEDULER", "Addon"]
+
+logger = logging.getLogger(__name__)
+
+#: The scheduler the add-on installs.
+SCHEDULER = "scrapy_fresh.scheduler.FreshScheduler"
+#: Component setting -> (import path, order) that the add-on adds.
+COMPONENTS = {
+    # Below RetryMiddleware (550) and RedirectMiddleware (600): sees final answers only.
+    "DOWNLOADER_MIDDLEWARES": ("scrapy_fresh.middlewares.FreshDownloaderMiddleware", 540),
+    # Lowest order: sees the items of a callback after every other spider middleware.
+    "SPIDER_MIDDLEWARES": ("scrapy_fresh.middlewares.FreshSpiderMiddleware", 40),
+    # Early: items of unchanged pages are dropped before other pipelines work on them.
+    "ITEM_PIPELINES": ("scrapy_fresh.pipelines.FreshItemPipeline", 100),
+}
+
+
+class Addon:
+    """Install FreshScheduler, the middlewares and the pipeline at ``"addon"`` priority.
+
+    Settings of a higher priority (a project's own ``SCHEDULER``, say) win, as with every
+    add-on; the add-on logs a warning if ``SCHEDULER`` then is not a FreshScheduler.
+    With :setting:`FRESH_ENABLED` False it installs nothing.
+    """
+
+    def update_settings(self, settings: BaseSettings) -> None:
+        if not settings.getbool("FRESH_ENABLED", default_settings.FRESH_ENABLED):
+            raise NotConfigured("FRESH_ENABLED is False")
+        settings.set("SCHEDULER", SCHEDULER, priority="addon")
+        for name, (path, order) in COMPONENTS.items():
+            settings.setdefault_in_component_priority_dict(name, load_object(path), order)
+        scheduler = settings["SCHEDULER"]
+        from scrapy_fresh.scheduler import FreshScheduler
+
+        scheduler_cls = load_object(scheduler) if isinstance(scheduler, str) else scheduler
+        # Not issubclass(): BaseScheduler's metaclass makes every class with the three
+        # scheduler methods a "subclass" of every scheduler class.
+        if FreshScheduler not in getattr(scheduler_cls, "__mro__", ()):
+            logger.warning(
+                "SCHEDULER is %(scheduler)r, set at a higher priority than the scrapy_fresh "
+                "add-on's; scrapy_fresh needs scrapy_fresh.scheduler.FreshScheduler (or a "
+                "subclass) to work.",
+                {"scheduler": scheduler},
+            )

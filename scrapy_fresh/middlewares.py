@@ -1,0 +1,340 @@
+"""The conditional check (downloader middleware) and the page judge (spider middleware).
+
+Every visit of a page handed out by :class:`~scrapy_fresh.scheduler.FreshScheduler`
+ends in exactly one recorded outcome:
+
+* :class:`FreshDownloaderMiddleware` records the visits that end without a page to
+  judge: ``not_modified`` (a 304, or a HEAD probe showing the same validators), ``gone``
+  (404/410) and ``error`` (any other non-2xx final answer, a download exception).
+* :class:`FreshSpiderMiddleware` records the visits whose page reached the spider:
+  ``new`` (first fetch), ``changed`` or ``unchanged``, from the fingerprint of the items
+  the callback yielded, or of the page itself when it yielded none.
+
+A per-request flag (``meta["fresh_outcome"]``) and the run's lease of the page make a
+second recording of the same visit a no-op. See :doc:`/topics/conditional`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from itemadapter import ItemAdapter
+from scrapy import Request
+from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.http.request import NO_CALLBACK
+
+from scrapy_fresh.fingerprint import fingerprint_html, fingerprint_text
+from scrapy_fresh.frontier.revisit import Outcome
+from scrapy_fresh.keys import url_host
+from scrapy_fresh.runtime import FreshRuntime, Lease, header
+from scrapy_fresh.validators import (
+    Check,
+    head_verdict,
+    parse_http_date,
+    usable_etag,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, MutableMapping
+
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from typing_extensions import Self
+
+__all__ = ["FreshDownloaderMiddleware", "FreshSpiderMiddleware", "NotModified"]
+
+logger = logging.getLogger(__name__)
+
+_HEADERS = ("etag", "last-modified", "content-length")
+
+
+class NotModified(IgnoreRequest):
+    """The page did not change since the last visit; its body was not downloaded.
+
+    Raised by :class:`FreshDownloaderMiddleware` after a 304 or a HEAD probe: the
+    request's callback is not called; an errback gets this exception.
+    """
+
+
+def _headers(response: Response) -> dict[str, str | None]:
+    return {name: header(response.headers, name) for name in _HEADERS}
+
+
+def _is_robots(request: Request) -> bool:
+    return bool(request.meta.get("dont_obey_robotstxt")) and request.url.endswith("/robots.txt")
+
+
+class FreshDownloaderMiddleware:
+    """Check known pages cheaply before downloading them, and record body-less visits.
+
+    For a page with stored validators it sends ``If-None-Match`` (the stored ETag, weak
+    ones as they are) and ``If-Modified-Since`` (the stored ``Last-Modified``, if it is a
+    valid HTTP date), or first a HEAD request where the host ignores conditional
+    requests (:setting:`FRESH_CHECK`). A 304 or an unchanged HEAD answer records
+    ``not_modified`` and raises :class:`NotModified`: nothing reaches the callback.
+
+    Enable it below ``RetryMiddleware`` (550) so it sees final answers only; the add-on
+    uses 540.
+
+    Stats: ``fresh/not_modified``, ``fresh/bytes_saved``, ``fresh/head_probes``,
+    ``fresh/conditional_requests``, ``fresh/bad_validator``, ``fresh/gone``,
+    ``fresh/errors``.
+    """
+
+    def __init__(self, crawler: Crawler, runtime: FreshRuntime) -> None:
+        self.crawler = crawler
+        self.runtime = runtime
+        self.mode = runtime.config.check
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        runtime = FreshRuntime.of(crawler)
+        if not runtime.config.enabled:
+            raise NotConfigured("FRESH_ENABLED is False.")
+        return cls(crawler, runtime)
+
+    def _lease(self, request: Request) -> Lease | None:
+        meta = request.meta
+        key = meta.get("fresh_key")
+        if not isinstance(key, str) or meta.get("fresh_probe") or "fresh_outcome" in meta:
+            return None
+        return self.runtime.leases.get(key)
+
+    # -- requests ----------------------------------------------------------------------
+
+    async def process_request(self, request: Request) -> Request | None:
+        lease = self._lease(request)
+        if lease is None or not lease.visited or request.meta.get("fresh_probed"):
+            return None
+        runtime = self.runtime
+        checks = runtime.host_checks(lease.host)
+        etag = lease.etag if usable_etag(lease.etag) else None
+        if etag and (lease.key in runtime.churn_pages or checks.etag_untrusted):
+            etag = None
+        last_modified = lease.last_modified
+        if last_modified and parse_http_date(last_modified) is None:
+            runtime.stat("fresh/bad_validator")
+            last_modified = None
+        if lease.etag and not usable_etag(lease.etag):
+            runtime.stat("fresh/bad_validator")
+        plan = checks.plan(
+            self.mode,
+            has_validators=bool(etag or last_modified),
+            has_head_validators=bool(etag or last_modified or lease.content_length is not None),
+            page_ignores=lease.key in runtime.ignored_pages,
+        )
+        if plan is Check.HEAD:
+            return await self._probe(request, lease, trust_etag=etag is not None)
+        if plan is Check.CONDITIONAL:
+            if etag:
+                request.headers.setdefault(b"If-None-Match", etag)
+                lease.sent_etag = header(request.headers, "If-None-Match")
+            if last_modified:
+                request.headers.setdefault(b"If-Modified-Since", last_modified)
+                lease.sent_ims = header(request.headers, "If-Modified-Since")
+            if lease.sent_etag or lease.sent_ims:
+                runtime.stat("fresh/conditional_requests")
+        return None
+
+    async def _probe(self, request: Request, lease: Lease, *, trust_etag: bool) -> Request:
+        """HEAD first; raise NotModified, or hand back the GET to be scheduled politely."""
+        runtime = self.runtime
+        runtime.stat("fresh/head_probes")
+        checks = runtime.host_checks(lease.host)
+        probe = Request(
+            request.url,
+            method="HEAD",
+            headers=request.headers.copy(),
+            callback=NO_CALLBACK,
+            meta={"fresh_probe": True, "handle_httpstatus_all": True},
+            dont_filter=True,
+            priority=request.priority,
+        )
+        engine = self.crawler.engine
+        assert engine is not None
+        verdict: bool | None = None
+        try:
+            response = await engine.download_async(probe)
+        except Exception as exc:  # noqa: BLE001  # any download failure: fetch in full
+            logger.debug(
+                "scrapy_fresh: HEAD probe of %(url)s failed: %(exc)s",
+                {"url": request.url, "exc": exc},
+                extra={"spider": self.crawler.spider},
+            )
+        else:
+            if response.status == 200:
+                verdict = head_verdict(
+                    lease.etag,
+                    lease.last_modified,
+                    lease.content_length,
+                    _headers(response),
+                    trust_etag=trust_etag,
+                )
+        if verdict is False:
+            self._not_modified(request.meta, lease, None)
+            raise NotModified(f"Not modified since the last visit (HEAD): {request.url}")
+        if verdict is None:
+            checks.head_useless += 1
+        follow = request.copy()
+        follow.meta["fresh_probed"] = True  # the GET goes back through the scheduler
+        return follow
+
+    def _not_modified(
+        self,
+        meta: MutableMapping[str, Any],
+        lease: Lease,
+        headers: Mapping[str, str | None] | None,
+    ) -> None:
+        if self.runtime.record_outcome(meta, Outcome.NOT_MODIFIED, headers=headers) is not None:
+            self.runtime.stat("fresh/bytes_saved", lease.content_length or 0)
+
+    # -- responses ---------------------------------------------------------------------
+
+    def process_response(self, request: Request, response: Response) -> Response:
+        if not _is_robots(request):
+            self.runtime.host_answered(url_host(request.url))
+        lease = self._lease(request)
+        if lease is None:
+            return response
+        status = response.status
+        checks = self.runtime.host_checks(lease.host)
+        sent_etag, sent_ims = lease.sent_etag, lease.sent_ims
+        lease.sent_etag = lease.sent_ims = None
+        if status == 304 and lease.visited:
+            checks.not_modified += 1
+            if sent_etag:
+                checks.etag_not_modified += 1
+            self._not_modified(request.meta, lease, _headers(response))
+            raise NotModified(f"Not modified since the last visit (304): {request.url}")
+        if status == 200 and (sent_etag or sent_ims):
+            etag = header(response.headers, "ETag")
+            last_modified = header(response.headers, "Last-Modified")
+            if (sent_etag and etag and etag.strip() == sent_etag) or (
+                sent_ims and last_modified and last_modified.strip() == sent_ims
+            ):
+                checks.ignored += 1  # the validator still matched, yet a full answer
+                self.runtime.ignored_pages.add(lease.key)
+        if status in (404, 410):
+            self.runtime.record_outcome(request.meta, Outcome.GONE)
+        elif not 200 <= status < 300:
+            self.runtime.record_outcome(request.meta, Outcome.ERROR)
+        return response
+
+    def process_exception(self, request: Request, exception: Exception) -> None:
+        if isinstance(exception, NotModified):
+            return
+        if not _is_robots(request):
+            self.runtime.host_answered(url_host(request.url))
+        lease = self._lease(request)
+        if lease is None:
+            return
+        lease.sent_etag = lease.sent_ims = None
+        self.runtime.record_outcome(request.meta, Outcome.ERROR)
+        logger.debug(
+            "scrapy_fresh: %(url)s failed (%(exc)r); it stays scheduled with back-off",
+            {"url": request.url, "exc": exception},
+            extra={"spider": self.crawler.spider},
+        )
+
+
+def item_text(item: Any, fields: tuple[str, ...] | None) -> str:
+    """The text of an item that is fingerprinted: its string fields (or ``fields``).
+
+    Fields whose name starts with ``fresh_`` are never included.
+    """
+    parts: list[str] = []
+    for name, value in ItemAdapter(item).items():
+        if (fields is not None and name not in fields) or str(name).startswith("fresh_"):
+            continue
+        if isinstance(value, str):
+            parts.append(value)
+        elif isinstance(value, (list, tuple)):
+            parts.extend(v for v in value if isinstance(v, str))
+    return "\n".join(parts)
+
+
+class FreshSpiderMiddleware:
+    """Judge each downloaded page once: new, changed or unchanged.
+
+    The items a callback yields for a page are held back until the callback is done
+    (requests pass at once); their text fields (:setting:`FRESH_FINGERPRINT_FIELDS`) are
+    fingerprinted together with :func:`~scrapy_fresh.fingerprint.fingerprint_text`.
+    A page whose callback yields no item (or no text) is judged by the fingerprint of the
+    response (:func:`~scrapy_fresh.fingerprint.fingerprint_html`). The outcome is
+    recorded, written to each item's ``fresh_changed`` field where the item takes it,
+    and passed to :class:`~scrapy_fresh.pipelines.FreshItemPipeline`.
+
+    Stats: ``fresh/new``, ``fresh/changed``, ``fresh/unchanged``.
+    """
+
+    def __init__(self, crawler: Crawler, runtime: FreshRuntime) -> None:
+        self.crawler = crawler
+        self.runtime = runtime
+        self.fields = runtime.config.fingerprint_fields
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        runtime = FreshRuntime.of(crawler)
+        if not runtime.config.enabled:
+            raise NotConfigured("FRESH_ENABLED is False.")
+        return cls(crawler, runtime)
+
+    def _judged(self, response: Response) -> bool:
+        request = response.request
+        if request is None:
+            return True
+        meta = request.meta
+        key = meta.get("fresh_key")
+        return (
+            not isinstance(key, str) or "fresh_outcome" in meta or key not in self.runtime.leases
+        )
+
+    async def process_spider_output(
+        self, response: Response, result: AsyncIterator[Any]
+    ) -> AsyncIterator[Any]:
+        if self._judged(response):
+            async for element in result:
+                yield element
+            return
+        items: list[Any] = []
+        try:
+            async for element in result:
+                if isinstance(element, Request) or not ItemAdapter.is_item(element):
+                    yield element  # requests go on at once; non-items are Scrapy's business
+                else:
+                    items.append(element)
+        except Exception:
+            self._judge(response, items)
+            for item in items:
+                yield item
+            raise
+        self._judge(response, items)
+        for item in items:
+            yield item
+
+    def _judge(self, response: Response, items: list[Any]) -> None:
+        assert response.request is not None
+        text = "\n".join(item_text(item, self.fields) for item in items)
+        if text.strip():
+            fingerprint = fingerprint_text(text)
+        else:
+            encoding = getattr(response, "encoding", None)
+            fingerprint = fingerprint_html(response.body, encoding)
+        outcome = self.runtime.record_fetch(
+            response.request.meta,
+            fingerprint,
+            headers=_headers(response),
+            content_length=len(response.body),
+        )
+        if outcome is None:
+            return
+        fresh = outcome is not Outcome.UNCHANGED
+        for item in items:
+            adapter = ItemAdapter(item)
+            with contextlib.suppress(KeyError, TypeError, AttributeError):
+                adapter["fresh_changed"] = fresh  # items that cannot take the field go without
+            if self.runtime.pipeline_enabled:
+                self.runtime.item_outcomes[id(item)] = (item, outcome)

@@ -1,0 +1,390 @@
+"""The per-crawl state the scrapy_fresh components share: one :class:`FreshRuntime` per crawler.
+
+The scheduler, the downloader middleware, the spider middleware and the item pipeline
+are built separately by Scrapy, at different times; they meet here. The runtime holds
+the validated :class:`~scrapy_fresh.config.FreshConfig`, the store (opened on first use),
+the clock, the leases of the pages handed out in this run and what each host has shown
+about its validators. It is also the one place where a visit's outcome is written back:
+:meth:`FreshRuntime.record_outcome` and :meth:`FreshRuntime.record_fetch` both end in
+:func:`~scrapy_fresh.frontier.revisit.record_visit`, once per lease.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from scrapy.utils.misc import build_from_crawler, load_object
+from scrapy.utils.project import data_path
+
+from scrapy_fresh.config import FreshConfig
+from scrapy_fresh.exceptions import ConfigError, StoreError
+from scrapy_fresh.fingerprint import changed as fingerprint_changed
+from scrapy_fresh.frontier.frontier import Stream
+from scrapy_fresh.frontier.revisit import Outcome, RevisitPolicy, record_visit
+from scrapy_fresh.frontier.scoring import ScoreParams
+from scrapy_fresh.store.base import PageState, SiteState, StateStore
+from scrapy_fresh.validators import HostChecks, parse_content_length, parse_http_date
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, MutableMapping
+
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+
+__all__ = ["OUTCOME_STATS", "FreshRuntime", "Lease", "build_store", "resolve_sqlite_path"]
+
+logger = logging.getLogger(__name__)
+
+#: The stat each outcome increments.
+OUTCOME_STATS = {
+    Outcome.NEW: "fresh/new",
+    Outcome.CHANGED: "fresh/changed",
+    Outcome.UNCHANGED: "fresh/unchanged",
+    Outcome.NOT_MODIFIED: "fresh/not_modified",
+    Outcome.GONE: "fresh/gone",
+    Outcome.ERROR: "fresh/errors",
+}
+
+_REDIS_MISSING = (
+    "FRESH_STORE ('redis') is not available yet; use 'sqlite' (one machine) or 'memory', "
+    "or the import path of your own StateStore class."
+)
+
+_RUNTIMES: weakref.WeakKeyDictionary[Crawler, FreshRuntime] = weakref.WeakKeyDictionary()
+
+
+def resolve_sqlite_path(path: str) -> str:
+    """Return :setting:`FRESH_SQLITE_PATH` resolved like ``HTTPCACHE_DIR``: a relative path
+    lives under the project's ``.scrapy`` data directory (created if missing)."""
+    target = Path(path)
+    if target.is_absolute():
+        return str(target)
+    directory = data_path(str(target.parent), createdir=True)
+    return str(Path(directory) / target.name)
+
+
+def build_store(config: FreshConfig, crawler: Crawler) -> StateStore:
+    """Open the store :setting:`FRESH_STORE` names."""
+    if config.store == "memory":
+        from scrapy_fresh.store.memory import MemoryStore
+
+        return MemoryStore()
+    if config.store == "sqlite":
+        from scrapy_fresh.store.sqlite import SQLiteStore
+
+        return SQLiteStore(resolve_sqlite_path(config.sqlite_path))
+    if config.store == "redis":
+        raise ConfigError(_REDIS_MISSING)
+    try:
+        factory = load_object(config.store)
+    except (ImportError, AttributeError, NameError, ValueError) as exc:
+        raise ConfigError(
+            f"FRESH_STORE ({config.store!r}) cannot be imported: {exc}. Expected 'sqlite', "
+            "'memory' or the import path of a StateStore class."
+        ) from exc
+    store = build_from_crawler(factory, crawler) if isinstance(factory, type) else factory()
+    if not isinstance(store, StateStore):
+        raise ConfigError(
+            f"FRESH_STORE ({config.store!r}) built a {type(store).__name__}, which does not "
+            "implement the StateStore protocol (scrapy_fresh.store.base.StateStore)."
+        )
+    return store
+
+
+def _check_store_choice(config: FreshConfig) -> None:
+    """Fail at start-up on a store that can never be built (before anything is opened)."""
+    if config.store == "redis":
+        raise ConfigError(_REDIS_MISSING)
+    if config.store not in ("memory", "sqlite"):
+        try:
+            load_object(config.store)
+        except (ImportError, AttributeError, NameError, ValueError) as exc:
+            raise ConfigError(
+                f"FRESH_STORE ({config.store!r}) cannot be imported: {exc}. Expected "
+                "'sqlite', 'memory' or the import path of a StateStore class."
+            ) from exc
+
+
+def _decay(pc_decay: float) -> float:
+    """:setting:`FRESH_PC_DECAY` is the weight of the newest visit; record_visit wants the
+    factor kept of the old counts. 1.0 means no fading (plain changes / visits)."""
+    return 1.0 if pc_decay >= 1.0 else 1.0 - pc_decay
+
+
+def header(headers: Any, name: str) -> str | None:
+    """Return one header of a Scrapy ``Headers`` object as text, or None."""
+    value = headers.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        return value.decode("latin-1")
+    return str(value)
+
+
+@dataclass(eq=False)
+class Lease:
+    """A page handed to this run: waiting in the frontier, or being downloaded.
+
+    Its record is in flight in the store from the moment it is leased until its visit
+    is recorded (or the run ends and releases it).
+    """
+
+    key: str
+    host: str
+    stream: Stream
+    score: float
+    visited: bool
+    etag: str | None = None
+    last_modified: str | None = None
+    content_length: int | None = None
+    #: The live request to send (a spider's own, or a retry/redirect); None: rebuild it.
+    request: Request | None = None
+    #: URL of the request last handed out for this lease (retries and redirects follow it).
+    url: str = ""
+    handed: bool = False
+    sent_etag: str | None = None
+    sent_ims: str | None = None
+
+    @classmethod
+    def of(
+        cls, state: PageState, stream: Stream, score: float, request: Request | None = None
+    ) -> Lease:
+        return cls(
+            state.key,
+            state.host,
+            stream,
+            score,
+            state.last_crawl is not None,
+            state.etag,
+            state.last_modified,
+            state.content_length,
+            request,
+            state.url,
+        )
+
+
+class FreshRuntime:
+    """State shared by the components of one crawl; get it with :meth:`of`.
+
+    :param crawler: the crawler.
+    :param config: the validated settings.
+    """
+
+    def __init__(self, crawler: Crawler, config: FreshConfig) -> None:
+        self.crawler = crawler
+        self.config = config
+        #: Returns the current Unix time; tests replace it.
+        self.clock: Callable[[], float] = time.time
+        self.policy = RevisitPolicy(
+            p_l=config.pc_lower,
+            p_g=config.pc_upper,
+            min_refresh_secs=config.min_refresh_secs,
+            max_refresh_secs=config.max_refresh_secs,
+            default_refresh_secs=config.default_refresh_secs,
+            decay=_decay(config.pc_decay),
+            error_backoff_secs=config.error_backoff_secs,
+            gone_confirmations=config.gone_confirmations,
+        )
+        self.score_params = ScoreParams(
+            alpha=config.priority_alpha,
+            beta=config.priority_beta,
+            s=config.priority_window_cycles,
+        )
+        self._store: StateStore | None = None
+        self.leases: dict[str, Lease] = {}
+        self.hosts: dict[str, HostChecks] = {}
+        #: Pages that answered 200 to matching validators in this run.
+        self.ignored_pages: set[str] = set()
+        #: Pages whose ETag changed while their content did not, in this run.
+        self.churn_pages: set[str] = set()
+        #: id(item) -> (item, outcome), filled by the spider middleware for the pipeline.
+        self.item_outcomes: dict[int, tuple[Any, Outcome]] = {}
+        self.pipeline_enabled = False
+        self.visit_listeners: list[Callable[[PageState], None]] = []
+        self.host_listeners: list[Callable[[str], None]] = []
+        _check_store_choice(config)
+
+    @classmethod
+    def of(cls, crawler: Crawler) -> FreshRuntime:
+        """Return the crawler's runtime, creating it (and validating the settings) once."""
+        runtime = _RUNTIMES.get(crawler)
+        if runtime is None:
+            runtime = _RUNTIMES[crawler] = cls(
+                crawler, FreshConfig.from_settings(crawler.settings)
+            )
+        return runtime
+
+    # -- store -------------------------------------------------------------------------
+
+    @property
+    def store(self) -> StateStore:
+        """The store, opened on first use."""
+        if self._store is None:
+            self._store = build_store(self.config, self.crawler)
+            logger.info("scrapy_fresh store: %(store)r", {"store": self._store})
+        return self._store
+
+    @property
+    def store_opened(self) -> bool:
+        return self._store is not None
+
+    def close_store(self) -> None:
+        if self._store is not None:
+            try:
+                self._store.flush()
+            finally:
+                self._store.close()
+
+    # -- small helpers -----------------------------------------------------------------
+
+    def stat(self, name: str, count: int = 1) -> None:
+        if not count:
+            return
+        try:
+            stats = self.crawler.stats
+        except RuntimeError:  # not crawling (yet)
+            return
+        stats.inc_value(name, count)
+
+    def store_error(self, action: str, exc: Exception, url: str = "") -> None:
+        """Log a store failure as the style guide says: warn, count, carry on."""
+        self.stat("fresh/store_error")
+        logger.warning(
+            "scrapy_fresh store failed to %(action)s %(url)s: %(exc)s",
+            {"action": action, "url": url, "exc": exc},
+            extra={"spider": self.crawler.spider},
+        )
+
+    def host_checks(self, host: str) -> HostChecks:
+        checks = self.hosts.get(host)
+        if checks is None:
+            checks = self.hosts[host] = HostChecks()
+        return checks
+
+    def host_answered(self, host: str) -> None:
+        """Tell the listeners (the scheduler) that ``host`` answered a request."""
+        for listener in list(self.host_listeners):
+            listener(host)
+
+    # -- recording visits --------------------------------------------------------------
+
+    def _begin(self, meta: MutableMapping[str, Any]) -> tuple[Lease, PageState] | None:
+        key = meta.get("fresh_key")
+        if not isinstance(key, str) or "fresh_outcome" in meta:
+            return None  # not ours, or already recorded (the per-request guard)
+        lease = self.leases.pop(key, None)
+        if lease is None:
+            return None
+        try:
+            state = self.store.get(key)
+        except StoreError as exc:
+            self.store_error("read", exc, lease.url)
+            return None
+        if state is None:
+            return None
+        return lease, state
+
+    def _commit(
+        self, meta: MutableMapping[str, Any], state: PageState, outcome: Outcome, now: float
+    ) -> None:
+        meta["fresh_outcome"] = outcome.value
+        try:
+            site = self.store.get_site(state.host) or SiteState(state.host)
+        except StoreError as exc:
+            self.store_error("read the site of", exc, state.url)
+            site = SiteState(state.host)
+        record_visit(state, outcome, now, self.policy, site)
+        try:
+            self.store.put(state)
+            self.store.put_site(site)
+        except StoreError as exc:
+            self.store_error("write", exc, state.url)
+        self.stat(OUTCOME_STATS[outcome])
+        logger.debug(
+            "scrapy_fresh: %(url)s %(outcome)s; next visit in %(secs).0f s",
+            {"url": state.url, "outcome": outcome.value, "secs": state.next_due - now},
+            extra={"spider": self.crawler.spider},
+        )
+        for listener in list(self.visit_listeners):
+            listener(state)
+
+    def record_outcome(
+        self,
+        meta: MutableMapping[str, Any],
+        outcome: Outcome,
+        *,
+        headers: Mapping[str, str | None] | None = None,
+    ) -> PageState | None:
+        """Record a visit that ended without a body to judge (not modified, gone, error).
+
+        ``headers`` (lower-case names) of a 304 may refresh the stored validators.
+        Returns the updated record, or None if there was nothing (more) to record.
+        """
+        begun = self._begin(meta)
+        if begun is None:
+            return None
+        _, state = begun
+        if outcome is Outcome.NOT_MODIFIED and headers:
+            state.etag = headers.get("etag") or state.etag
+            state.last_modified = headers.get("last-modified") or state.last_modified
+        self._commit(meta, state, outcome, self.clock())
+        return state
+
+    def record_fetch(
+        self,
+        meta: MutableMapping[str, Any],
+        fingerprint: int,
+        *,
+        headers: Mapping[str, str | None],
+        content_length: int | None,
+    ) -> Outcome | None:
+        """Record a downloaded page: new (first fetch), changed or unchanged by fingerprint.
+
+        Also stores the response's validators and learns from them: an ETag that changed
+        while the content did not is per-response noise; an ETag that stayed while the
+        content changed is a lie (the host is then fetched in full from now on).
+        """
+        begun = self._begin(meta)
+        if begun is None:
+            return None
+        _, state = begun
+        now = self.clock()
+        old_fp, old_etag = state.fingerprint, state.etag
+        if state.last_crawl is None or old_fp is None:
+            outcome = Outcome.NEW
+        elif fingerprint_changed(old_fp, fingerprint, self.config.fingerprint_threshold_bits):
+            outcome = Outcome.CHANGED
+        else:
+            outcome = Outcome.UNCHANGED
+        etag = headers.get("etag")
+        etag = etag.strip() if etag else None
+        checks = self.host_checks(state.host)
+        if outcome is Outcome.UNCHANGED and etag and old_etag and etag != old_etag:
+            checks.etag_churn += 1
+            self.churn_pages.add(state.key)
+        elif outcome is Outcome.CHANGED and etag and etag == old_etag and not checks.lying:
+            checks.lying = True
+            self.stat("fresh/validators_lying")
+            logger.warning(
+                "scrapy_fresh: %(host)s kept the ETag %(etag)s of %(url)s although its content "
+                "changed; its validators are not trusted any more (full fetches).",
+                {"host": state.host, "etag": etag, "url": state.url},
+                extra={"spider": self.crawler.spider},
+            )
+        last_modified = headers.get("last-modified")
+        if outcome is Outcome.CHANGED or outcome is Outcome.NEW:
+            modified_at = parse_http_date(last_modified)
+            if modified_at is not None and modified_at <= now:
+                state.add_past_update(modified_at)
+        state.fingerprint = fingerprint
+        state.etag = etag
+        state.last_modified = last_modified.strip() if last_modified else None
+        length = parse_content_length(headers.get("content-length"))
+        state.content_length = length if length is not None else content_length
+        self._commit(meta, state, outcome, now)
+        return outcome

@@ -1,0 +1,700 @@
+"""FreshScheduler: Scrapy's scheduler replaced by the store and the frontier.
+
+The scheduler decides what is fetched and when; it does no policy maths itself. Due
+records come from the store (:meth:`~scrapy_fresh.store.base.StateStore.due`), are
+ranked with :func:`~scrapy_fresh.frontier.scoring.priority_score` and handed out by the
+:class:`~scrapy_fresh.frontier.Frontier` (per-host politeness, new/refresh mix). Visit
+outcomes are written by the middlewares through :class:`~scrapy_fresh.runtime.FreshRuntime`.
+See :doc:`/topics/scheduler`.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from scrapy import signals
+from scrapy.core.scheduler import BaseScheduler
+from scrapy.exceptions import DontCloseSpider
+from scrapy.utils.asyncio import call_later
+from scrapy.utils.misc import build_from_crawler, load_object
+
+from scrapy_fresh.config import parse_provider
+from scrapy_fresh.exceptions import ConfigError, StoreError
+from scrapy_fresh.frontier import Frontier, Politeness, Stream
+from scrapy_fresh.frontier.scoring import priority_score
+from scrapy_fresh.keys import url_host, url_key
+from scrapy_fresh.requestinfo import rebuild_request, request_info
+from scrapy_fresh.runtime import FreshRuntime, Lease, header
+from scrapy_fresh.store.base import PageState, Provider, Status
+from scrapy_fresh.validators import parse_retry_after
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
+    from scrapy import Request, Spider
+    from scrapy.crawler import Crawler
+    from scrapy.dupefilters import BaseDupeFilter
+    from scrapy.http import Response
+    from scrapy.utils.asyncio import CallLaterResult
+    from typing_extensions import Self
+
+__all__ = ["FreshScheduler"]
+
+logger = logging.getLogger(__name__)
+
+#: Score of a request that continues a visit (retry, redirect, GET after a HEAD probe):
+#: it goes before every other page of its host.
+CONTINUATION_SCORE = 1e300
+#: Longest ``Retry-After`` honoured, in seconds.
+MAX_RETRY_AFTER_SECS = 3600.0
+#: Continuous mode: due records loaded from the store at a time.
+REFILL_BATCH = 1000
+#: Timers fire this long after the time they wait for (clock granularity).
+TIMER_SLACK_SECS = 0.005
+_DUE_STATUSES = (Status.QUEUED, Status.IDLE, Status.GONE)
+
+
+@dataclass
+class _Gate:
+    """A host whose robots.txt is not known yet: one request out, the others parked."""
+
+    since: float
+    deadline: float
+    waiting: bool = True
+    parked: list[str] = field(default_factory=list)
+
+
+class FreshScheduler(BaseScheduler):
+    """Hand out due and new pages from the store, politely and best-first.
+
+    Settings: every ``FRESH_*`` setting (:doc:`/reference/settings`), plus Scrapy's
+    ``DOWNLOAD_DELAY``, ``DOWNLOAD_SLOTS`` delays, ``ROBOTSTXT_OBEY`` (robots.txt
+    ``Crawl-delay``) and ``DUPEFILTER_CLASS`` (used only for requests that bypass
+    freshness).
+
+    Stats: ``fresh/requests/new``, ``fresh/requests/refresh``,
+    ``fresh/requests/skipped_not_due``, ``fresh/requests/skipped_in_flight``,
+    ``fresh/requests/over_budget``, ``fresh/requests/bypassed``,
+    ``fresh/requests/continued``, ``fresh/requests/bad_meta``, ``fresh/backoffs``,
+    ``fresh/store_error`` (see :doc:`/reference/stats`).
+
+    :param crawler: the crawler.
+    :param runtime: the crawl's shared state (store, clock, leases).
+    :param dupefilter: filter for requests that bypass freshness (``fresh_enabled=False``).
+    """
+
+    def __init__(
+        self, crawler: Crawler, runtime: FreshRuntime, *, dupefilter: BaseDupeFilter | None = None
+    ) -> None:
+        self.crawler = crawler
+        self.runtime = runtime
+        self.config = runtime.config
+        settings = crawler.settings
+        self.politeness = Politeness(default_delay=max(0.0, settings.getfloat("DOWNLOAD_DELAY")))
+        self.frontier = Frontier(self.politeness, new_share=self.config.new_url_share)
+        self.dupefilter = dupefilter
+        self._slot_settings: dict[str, Any] = settings.getdict("DOWNLOAD_SLOTS")
+        self._robots = settings.getbool("ROBOTSTXT_OBEY")
+        self._user_agent = str(
+            settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT") or "*"
+        )
+        self._gate_secs = settings.getfloat("DOWNLOAD_TIMEOUT", 180.0) + 5.0
+        self._continuous = self.config.mode == "continuous"
+        self._ready: deque[Request] = deque()
+        self._fifo: deque[Request] = deque()
+        self._handoffs: dict[int, Request] = {}
+        self._gates: dict[str, _Gate] = {}
+        self._hosts_seen: set[str] = set()
+        self._spare: list[tuple[float, PageState]] = []
+        self._budget_left: int | None = None
+        self._due_hint: float | None = None
+        self._timer: CallLaterResult | None = None
+        self._timer_at = math.inf
+        self._spider_provider: Provider | None = None
+        self._opened = False
+        self._closed = False
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        runtime = FreshRuntime.of(crawler)
+        dupefilter = build_from_crawler(load_object(crawler.settings["DUPEFILTER_CLASS"]), crawler)
+        return cls(crawler, runtime, dupefilter=dupefilter)
+
+    @property
+    def _now(self) -> float:
+        return self.runtime.clock()
+
+    # -- opening and closing -----------------------------------------------------------
+
+    def open(self, spider: Spider) -> None:
+        if self.dupefilter is not None:
+            self.dupefilter.open()
+        if not self.config.enabled:
+            logger.info(
+                "FRESH_ENABLED is False: FreshScheduler hands requests out in FIFO order.",
+                extra={"spider": spider},
+            )
+            return
+        spider = self.crawler.spider or spider
+        attr = getattr(spider, "fresh_provider", None)
+        if attr is not None:
+            self._spider_provider = parse_provider(attr, f"{type(spider).__name__}.fresh_provider")
+        store = self.runtime.store
+        now = self._now
+        released = store.release_in_flight()
+        self._opened = True
+        self.runtime.visit_listeners.append(self._on_visit)
+        self.runtime.host_listeners.append(self._release)
+        signals_ = self.crawler.signals
+        signals_.connect(self._spider_idle, signal=signals.spider_idle)
+        signals_.connect(self._robots_parsed, signal=signals.robots_parsed)
+        signals_.connect(self._response_downloaded, signal=signals.response_downloaded)
+        loaded = self._refill(now) if self._continuous else self._load_cycle(now)
+        logger.info(
+            "scrapy_fresh %(mode)s mode: %(loaded)d due pages loaded from %(records)d records "
+            "(%(released)d released from an interrupted run)",
+            {
+                "mode": self.config.mode,
+                "loaded": loaded,
+                "records": len(store),
+                "released": released,
+            },
+            extra={"spider": spider},
+        )
+        self._arm_timer(now)
+
+    def close(self, reason: str) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._opened:
+            try:
+                released = self.runtime.store.release_in_flight()
+            except StoreError as exc:
+                self.runtime.store_error("release the leases in", exc)
+                released = 0
+            if released:
+                logger.info(
+                    "scrapy_fresh: %(n)d pages not visited in this run stay due.",
+                    {"n": released},
+                    extra={"spider": self.crawler.spider},
+                )
+            self.runtime.close_store()
+        if self.dupefilter is not None:
+            self.dupefilter.close(reason)
+
+    # -- the BaseScheduler contract ----------------------------------------------------
+
+    def has_pending_requests(self) -> bool:
+        if self._ready or self._fifo or len(self.frontier) or self._parked():
+            return True
+        return self._top_up(self._now)
+
+    def enqueue_request(self, request: Request) -> bool:
+        if self._handoffs.pop(id(request), None) is request:
+            self._ready.append(request)  # handed out by a timer: the engine takes it next
+            return True
+        if not self.config.enabled:
+            return self._enqueue_plain(request)
+        meta = request.meta
+        key = meta.get("fresh_key")
+        if key is not None:
+            lease = self.runtime.leases.get(key)
+            if (
+                lease is not None
+                and lease.handed
+                and "fresh_outcome" not in meta
+                and (request.url == lease.url or lease.url in (meta.get("redirect_urls") or ()))
+            ):
+                return self._continue(lease, request)
+            for name in ("fresh_key", "fresh_stream", "fresh_outcome", "fresh_probed"):
+                meta.pop(name, None)  # copied from another response's meta: not ours
+        if not meta.get("fresh_enabled", True) or request.dont_filter:
+            return self._enqueue_plain(request)
+        return self._enqueue_managed(request)
+
+    def next_request(self) -> Request | None:
+        if self._ready:
+            return self._ready.popleft()
+        if self._fifo:
+            return self._fifo.popleft()
+        if not self._opened:
+            return None
+        return self._pop(self._now)
+
+    # -- enqueueing --------------------------------------------------------------------
+
+    def _enqueue_plain(self, request: Request) -> bool:
+        if (
+            not request.dont_filter
+            and self.dupefilter is not None
+            and self.dupefilter.request_seen(request)
+        ):
+            self.dupefilter.log(request, self.crawler.spider)  # type: ignore[arg-type]
+            return False
+        self._fifo.append(request)
+        self.runtime.stat("fresh/requests/bypassed")
+        return True
+
+    def _continue(self, lease: Lease, request: Request) -> bool:
+        lease.request = request
+        lease.score = CONTINUATION_SCORE
+        self.runtime.stat("fresh/requests/continued")
+        self._push(lease, self._now, url_host(request.url))  # a redirect may change host
+        return True
+
+    def _provider(self, meta: Mapping[str, Any], host: str) -> Provider:
+        """meta['fresh_provider'] > the spider's ``fresh_provider`` > FRESH_PROVIDERS > normal."""
+        value = meta.get("fresh_provider")
+        if value is not None:
+            return parse_provider(value, "meta['fresh_provider']")
+        if self._spider_provider is not None:
+            return self._spider_provider
+        return self.config.provider_for_host(host) or Provider.NORMAL
+
+    def _enqueue_managed(self, request: Request) -> bool:
+        runtime = self.runtime
+        now = self._now
+        key = url_key(request.url, request.method, request.body)
+        host = url_host(request.url)
+        try:
+            provider = self._provider(request.meta, host)
+        except ConfigError as exc:
+            runtime.stat("fresh/requests/bad_meta")
+            logger.error(
+                "Dropped %(request)s: %(error)s",
+                {"request": request, "error": exc},
+                extra={"spider": self.crawler.spider},
+            )
+            return False
+        lease = runtime.leases.get(key)
+        if lease is not None and lease.handed:
+            runtime.stat("fresh/requests/skipped_in_flight")
+            return False
+        try:
+            state = runtime.store.get(key)
+        except StoreError as exc:
+            runtime.store_error("read", exc, request.url)
+            state = None
+        info = request_info(request, self.crawler.spider)
+        accesses = _accesses(request.meta)
+        if lease is not None:  # due, waiting in the frontier
+            lease.request = request  # the spider's own request replaces the rebuilt one
+            if state is not None and _update(state, info, provider, accesses):
+                try:
+                    runtime.store.put(state)
+                except StoreError as exc:
+                    runtime.store_error("update", exc, request.url)
+            return True
+        if state is None:
+            return self._add_new(request, key, host, info, provider, accesses, now)
+        dirty = _update(state, info, provider, accesses)
+        if state.next_due <= now and state.status in _DUE_STATUSES:
+            if self._may_admit(state):
+                stream = Stream.NEW if state.last_crawl is None else Stream.REFRESH
+                state.status = Status.IN_FLIGHT
+                state.in_flight_since = now
+                try:
+                    runtime.store.put(state)
+                except StoreError as exc:
+                    runtime.store_error("lease", exc, request.url)
+                    return self._enqueue_plain(request)
+                self._lease(
+                    state, stream, priority_score(state, now, runtime.score_params), now, request
+                )
+                return True
+            runtime.stat("fresh/requests/over_budget")
+        else:
+            runtime.stat("fresh/requests/skipped_not_due")
+        if dirty:
+            try:
+                runtime.store.put(state)
+            except StoreError as exc:
+                runtime.store_error("update", exc, request.url)
+        return False
+
+    def _add_new(
+        self,
+        request: Request,
+        key: str,
+        host: str,
+        info: dict[str, Any],
+        provider: Provider,
+        accesses: int | None,
+        now: float,
+    ) -> bool:
+        config = self.config
+        state = PageState(
+            key=key,
+            url=request.url,
+            host=host,
+            status=Status.QUEUED,
+            provider=provider,
+            first_seen=now,
+            next_due=now,
+            refresh_secs=config.default_refresh_secs,
+            p_l=config.pc_lower,
+            p_g=config.pc_upper,
+            access_count=accesses or 0,
+            request=info,
+        )
+        admit = self._may_admit(state)
+        if admit:
+            state.status = Status.IN_FLIGHT
+            state.in_flight_since = now
+        try:
+            added = self.runtime.store.add_many([state])
+        except (StoreError, ValueError, TypeError) as exc:
+            self.runtime.store_error("add", exc, request.url)
+            return self._enqueue_plain(request)
+        if not added:
+            return False
+        if not admit:
+            self.runtime.stat("fresh/requests/over_budget")
+            return False
+        self._lease(
+            state, Stream.NEW, priority_score(state, now, self.runtime.score_params), now, request
+        )
+        return True
+
+    def _may_admit(self, state: PageState) -> bool:
+        """Cycle budget: re-crawls were chosen at open; new URLs share what is left."""
+        if self._continuous or self._budget_left is None:
+            return True
+        if state.last_crawl is not None or self._budget_left <= 0:
+            return False
+        self._budget_left -= 1
+        return True
+
+    # -- loading due records -----------------------------------------------------------
+
+    def _load_cycle(self, now: float) -> int:
+        store = self.runtime.store
+        total = len(store)
+        due = store.due(now, total) if total else []
+        scored = [
+            (priority_score(s, now, self.runtime.score_params), i, s) for i, s in enumerate(due)
+        ]
+        scored.sort(key=lambda t: (-t[0], t[1]))
+        new = [(score, s) for score, _, s in scored if s.last_crawl is None]
+        old = [(score, s) for score, _, s in scored if s.last_crawl is not None]
+        budget = self.config.cycle_budget
+        if budget:
+            reserve = round(budget * self.config.new_url_share)
+            take_old = min(len(old), budget - reserve)
+            take_new = min(len(new), budget - take_old)
+            self._spare = old[take_old:]
+            self._budget_left = budget - take_old - take_new
+            if len(new) > take_new or self._spare:
+                logger.info(
+                    "scrapy_fresh: FRESH_CYCLE_BUDGET (%(budget)d) leaves %(old)d due re-crawls "
+                    "and %(new)d queued new URLs for a later run (unless the budget is not "
+                    "used up)",
+                    {"budget": budget, "old": len(self._spare), "new": len(new) - take_new},
+                    extra={"spider": self.crawler.spider},
+                )
+            old, new = old[:take_old], new[:take_new]
+        self._admit(old + new, now)
+        return len(old) + len(new)
+
+    def _refill(self, now: float) -> int:
+        store = self.runtime.store
+        batch = [s for s in store.due(now, REFILL_BATCH) if s.key not in self.runtime.leases]
+        params = self.runtime.score_params
+        self._admit([(priority_score(s, now, params), s) for s in batch], now)
+        self._due_hint = store.next_due_time()
+        return len(batch)
+
+    def _top_up(self, now: float) -> bool:
+        """Cycle mode: give the budget new URLs left unused to the next-best re-crawls."""
+        if (
+            self._continuous
+            or not self._spare
+            or not self._budget_left
+            or self.runtime.leases
+            or self._ready
+            or self._fifo
+        ):
+            return False
+        take, self._spare = self._spare[: self._budget_left], self._spare[self._budget_left :]
+        self._budget_left -= len(take)
+        self._admit(take, now)
+        self._arm_timer(now)  # called from has_pending_requests(): the engine may not ask soon
+        return bool(take)
+
+    def _admit(self, scored: Iterable[tuple[float, PageState]], now: float) -> None:
+        scored = list(scored)
+        if not scored:
+            return
+        store = self.runtime.store
+        dirty: list[PageState] = []
+        clean: list[str] = []
+        for _, state in scored:
+            meta = state.request.get("meta") or {}
+            try:
+                provider = self._provider(meta, state.host)
+            except ConfigError:
+                provider = state.provider
+            if provider is not state.provider:
+                state.provider = provider
+                dirty.append(state)
+            else:
+                clean.append(state.key)
+            state.status = Status.IN_FLIGHT
+            state.in_flight_since = now
+        try:
+            if dirty:
+                store.put_many(dirty)
+            store.mark_in_flight(clean, now)
+        except StoreError as exc:
+            self.runtime.store_error("lease due pages in", exc)
+            return
+        for score, state in scored:
+            stream = Stream.NEW if state.last_crawl is None else Stream.REFRESH
+            self._lease(state, stream, score, now)
+
+    def _lease(
+        self,
+        state: PageState,
+        stream: Stream,
+        score: float,
+        now: float,
+        request: Request | None = None,
+    ) -> None:
+        lease = Lease.of(state, stream, score, request)
+        self.runtime.leases[state.key] = lease
+        self._push(lease, now)
+
+    # -- handing out -------------------------------------------------------------------
+
+    def _push(self, lease: Lease, now: float, host: str | None = None) -> None:
+        host = host or lease.host
+        if host not in self._hosts_seen:
+            self._hosts_seen.add(host)
+            url = lease.request.url if lease.request is not None else lease.url
+            hostname = urlsplit(url).hostname or ""
+            delay = (self._slot_settings.get(hostname) or {}).get("delay")
+            if delay is not None:
+                self.politeness.set_delay(host, float(delay))
+        gate = self._gates.get(host)
+        if gate is not None and gate.waiting:
+            gate.parked.append(lease.key)
+            return
+        self.frontier.push(lease.key, host, lease.score, lease.stream, now)
+
+    def _parked(self) -> int:
+        return sum(len(g.parked) for g in self._gates.values() if g.waiting)
+
+    def _pop(self, now: float) -> Request | None:
+        leases = self.runtime.leases
+        while True:
+            popped = self.frontier.pop(now)
+            if popped is None:
+                if self._top_up(now):
+                    continue
+                self._arm_timer(now)
+                return None
+            lease = leases.get(popped.key)
+            if lease is None:
+                continue
+            gate = self._gates.get(popped.host)
+            if gate is not None and gate.waiting:
+                gate.parked.append(lease.key)  # its robots.txt (Crawl-delay) is not known yet
+                continue
+            request = lease.request if lease.request is not None else self._rebuild(lease)
+            if request is None:
+                continue
+            lease.request = None
+            if self._robots and gate is None:
+                self._gates[popped.host] = _Gate(since=now, deadline=now + self._gate_secs)
+            request.meta["fresh_key"] = lease.key
+            request.meta["fresh_stream"] = lease.stream.value
+            if not lease.handed:
+                lease.handed = True
+                self.runtime.stat(f"fresh/requests/{lease.stream.value}")
+            lease.url = request.url
+            return request
+
+    def _rebuild(self, lease: Lease) -> Request | None:
+        try:
+            state = self.runtime.store.get(lease.key)
+        except StoreError as exc:
+            self.runtime.store_error("read", exc, lease.url)
+            state = None
+        if state is None:
+            self.runtime.leases.pop(lease.key, None)
+            return None
+        spider = self.crawler.spider
+        assert spider is not None
+        try:
+            return rebuild_request(state.request, state.url, spider)
+        except Exception:
+            logger.exception(
+                "scrapy_fresh cannot rebuild the request of %(url)s",
+                {"url": state.url},
+                extra={"spider": spider},
+            )
+            self.runtime.leases.pop(lease.key, None)
+            return None
+
+    # -- waking the engine -------------------------------------------------------------
+
+    def _arm_timer(self, now: float) -> None:
+        """Make sure something wakes the engine when the next page may go out."""
+        if self._closed or not self._opened:
+            return
+        targets: list[float] = []
+        ready = self.frontier.next_ready_time()
+        if ready is not None:
+            targets.append(ready)
+        if self._continuous and self._due_hint is not None and len(self.frontier) < REFILL_BATCH:
+            targets.append(self._due_hint)
+        targets.extend(g.deadline for g in self._gates.values() if g.waiting)
+        if not targets:
+            return
+        at = max(min(targets), now)
+        if self._timer is not None and self._timer_at <= at + 1e-3:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer_at = at
+        self._timer = call_later(at - now + TIMER_SLACK_SECS, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._timer_at = math.inf
+        try:
+            engine = self.crawler.engine
+        except RuntimeError:  # not crawling (unit tests drive the scheduler directly)
+            engine = None
+        if self._closed or engine is None or self.crawler.spider is None:
+            return
+        now = self._now
+        for host, gate in list(self._gates.items()):
+            if gate.waiting and gate.deadline <= now:
+                self._release(host)
+        if self._continuous and self._due_hint is not None and self._due_hint <= now:
+            self._refill(now)
+        request = self._pop(now)
+        if request is None:
+            return
+        # Wake the engine through its public path: engine.crawl() enqueues the request
+        # (enqueue_request() recognises it and keeps it first in line) and schedules the
+        # engine's next loop at once instead of at its 5 s heartbeat.
+        self._handoffs[id(request)] = request
+        try:
+            engine.crawl(request)
+        except RuntimeError:
+            logger.debug(
+                "scrapy_fresh: the spider closed before %(request)s went out", {"request": request}
+            )
+        if self._handoffs.pop(id(request), None) is not None:
+            logger.debug(
+                "scrapy_fresh: %(request)s was dropped by a request_scheduled handler",
+                {"request": request},
+            )
+        self._arm_timer(now)
+
+    # -- signals and runtime events ----------------------------------------------------
+
+    def _on_visit(self, state: PageState) -> None:
+        if not self._continuous or state.status is Status.GONE:
+            return
+        if self._due_hint is None or state.next_due < self._due_hint:
+            self._due_hint = state.next_due
+        self._arm_timer(self._now)
+
+    def _release(self, host: str, *, robots: bool = False) -> None:
+        """``host`` answered (or its robots.txt was parsed): hand out its parked pages.
+
+        After robots.txt the first request is only now on its way, so the host's delay
+        counts from now; after an answer it counts from when the first request went out.
+        """
+        gate = self._gates.get(host)
+        if gate is None or not gate.waiting:
+            return
+        gate.waiting = False
+        now = self._now
+        delay = self.politeness.delay(host)
+        if delay:
+            self.politeness.back_off(host, (now if robots else gate.since) + delay)
+        leases = self.runtime.leases
+        for key in gate.parked:
+            lease = leases.get(key)
+            if lease is not None:
+                self.frontier.push(key, host, lease.score, lease.stream, now)
+        gate.parked.clear()
+        self._arm_timer(now)
+
+    def _spider_idle(self) -> None:
+        if self._continuous and not self._closed:
+            raise DontCloseSpider("scrapy_fresh continuous mode: waiting for the next due page")
+
+    def _robots_parsed(self, robotparser: Any, request: Request) -> None:
+        host = url_host(request.url)
+        try:
+            delay = robotparser.crawl_delay(self._user_agent)
+        except (AttributeError, NotImplementedError, TypeError, ValueError):  # odd parsers
+            delay = None
+        if delay:
+            self.politeness.set_delay(host, float(delay))
+            logger.info(
+                "scrapy_fresh: robots.txt of %(host)s asks for a Crawl-delay of %(delay)s s",
+                {"host": host, "delay": delay},
+                extra={"spider": self.crawler.spider},
+            )
+        if host not in self._gates:  # robots.txt came first: nothing to release later
+            self._gates[host] = _Gate(since=self._now, deadline=0.0, waiting=False)
+        self._release(host, robots=True)
+
+    def _response_downloaded(self, response: Response, request: Request) -> None:
+        if response.status not in (429, 503):
+            return
+        now = self._now
+        secs = parse_retry_after(header(response.headers, "Retry-After"), now)
+        if secs is None:
+            return
+        host = url_host(request.url)
+        self.politeness.back_off(host, now + min(secs, MAX_RETRY_AFTER_SECS))
+        self.runtime.stat("fresh/backoffs")
+        logger.info(
+            "scrapy_fresh: %(host)s answered %(status)d with Retry-After %(secs).0f s; "
+            "backing off",
+            {"host": host, "status": response.status, "secs": secs},
+            extra={"spider": self.crawler.spider},
+        )
+
+
+def _accesses(meta: Mapping[str, Any]) -> int | None:
+    value = meta.get("fresh_accesses")
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        return max(0, int(value))
+    except (TypeError, ValueError):
+        return None
+
+
+def _update(
+    state: PageState, info: dict[str, Any], provider: Provider, accesses: int | None
+) -> bool:
+    """Bring a known record's request info, provider and popularity up to date."""
+    dirty = False
+    if info != state.request:
+        state.request = info
+        dirty = True
+    if provider is not state.provider:
+        state.provider = provider
+        dirty = True
+    if accesses is not None and accesses != state.access_count:
+        state.access_count = accesses
+        dirty = True
+    return dirty

@@ -1,0 +1,173 @@
+"""Checks shared by the store backends, so that every backend rejects the same input.
+
+Internal: the rules are documented on :class:`~scrapy_fresh.store.base.StateStore`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import TYPE_CHECKING, Any
+
+from scrapy_fresh.store.base import Provider, Status
+
+if TYPE_CHECKING:
+    from scrapy_fresh.store.base import PageState, SiteState
+
+__all__ = [
+    "DUE_STATUSES",
+    "check_key",
+    "check_limit",
+    "check_site",
+    "check_state",
+    "check_time",
+    "copy_json",
+]
+
+#: Statuses whose records can come due.
+DUE_STATUSES = frozenset({Status.QUEUED, Status.IDLE})
+
+_KEY_RE = re.compile(r"[0-9a-f]{40}")
+_FLOAT_FIELDS = (
+    "first_seen",
+    "last_crawl",
+    "next_due",
+    "in_flight_since",
+    "refresh_secs",
+    "p_l",
+    "p_g",
+    "p_c",
+    "change_rate",
+)
+_INT_FIELDS = ("doc_id", "visits", "changes", "errors", "content_length", "access_count")
+_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
+_JSON_SCALARS = (str, int, float, bool, type(None))
+
+
+def check_key(key: str) -> str:
+    """Return ``key`` if it is a 40-character lower-case hex SHA-1, else raise ValueError."""
+    if not isinstance(key, str) or _KEY_RE.fullmatch(key) is None:
+        raise ValueError(
+            f"key ({key!r}) must be a 40-character lower-case hex SHA-1 "
+            "as returned by scrapy_fresh.keys.url_key()."
+        )
+    return key
+
+
+def check_time(name: str, value: float) -> float:
+    """Return ``value`` if it is a number (not NaN), else raise ValueError."""
+    if math.isnan(value):
+        raise ValueError(f"{name} is NaN; expected a time in Unix seconds.")
+    return value
+
+
+def check_limit(limit: int) -> int:
+    """Return ``limit`` if it is a non-negative integer, else raise ValueError."""
+    if limit < 0:
+        raise ValueError(f"limit ({limit!r}) must be 0 or more.")
+    return int(limit)
+
+
+def check_state(state: PageState) -> None:
+    """Raise ValueError if ``state`` holds a value that no backend can store faithfully.
+
+    :class:`~scrapy_fresh.store.base.PageState` checks its fields when it is built;
+    this repeats the checks that attribute assignments after construction could break,
+    rejects integers beyond 64 bits and NaN times and rates (SQLite stores NaN as NULL).
+    """
+    check_key(state.key)
+    if not isinstance(state.url, str) or not isinstance(state.host, str):
+        raise TypeError(
+            f"url ({state.url!r}) and host ({state.host!r}) of {state.key} must be str."
+        )
+    if state.status not in _STATUS_VALUES:
+        raise ValueError(
+            f"status ({state.status!r}) of {state.key} must be one of {sorted(_STATUS_VALUES)}."
+        )
+    if state.provider not in _PROVIDER_VALUES:
+        raise ValueError(
+            f"provider ({state.provider!r}) of {state.key} must be one of "
+            f"{sorted(_PROVIDER_VALUES)}."
+        )
+    fp = state.fingerprint
+    if fp is not None and not 0 <= fp < 1 << 64:
+        raise ValueError(
+            f"fingerprint ({fp!r}) of {state.key} must be an unsigned 64-bit integer."
+        )
+    if not 0 <= state.change_bucket <= 255:
+        raise ValueError(
+            f"change_bucket ({state.change_bucket!r}) of {state.key} must fit in one byte (0..255)."
+        )
+    if state.doc_id < 0:
+        raise ValueError(
+            f"doc_id ({state.doc_id!r}) of {state.key} must be 0 (the store assigns one) or more."
+        )
+    for name in _INT_FIELDS:
+        value = getattr(state, name)
+        if value is not None and not _I64_MIN <= value <= _I64_MAX:
+            raise ValueError(
+                f"{name} ({value!r}) of {state.key} must fit in a signed 64-bit integer."
+            )
+    for name in _FLOAT_FIELDS:
+        value = getattr(state, name)
+        if value is not None and math.isnan(value):
+            raise ValueError(f"{name} of {state.key} is NaN; expected a number.")
+    if not isinstance(state.request, dict):
+        raise TypeError(
+            f"request of {state.key} is a {type(state.request).__name__}; expected a dict."
+        )
+
+
+def check_site(site: SiteState) -> None:
+    """Raise ValueError if ``site`` holds a value no backend can store faithfully."""
+    if not isinstance(site.host, str):
+        raise TypeError(f"host ({site.host!r}) of a site record must be a str.")
+    for name in ("visits", "changes"):
+        value = getattr(site, name)
+        if not _I64_MIN <= value <= _I64_MAX:
+            raise ValueError(
+                f"{name} ({value!r}) of site {site.host!r} must fit in a signed 64-bit integer."
+            )
+    for name in ("p_c", "refresh_secs", "updated_at"):
+        value = getattr(site, name)
+        if value is not None and math.isnan(value):
+            raise ValueError(f"{name} of site {site.host!r} is NaN; expected a number.")
+
+
+_STATUS_VALUES = frozenset(s.value for s in Status)
+_PROVIDER_VALUES = frozenset(p.value for p in Provider)
+
+
+def _json_key(key: object, where: str) -> str:
+    if isinstance(key, str):
+        return key
+    if key is True:
+        return "true"
+    if key is False:
+        return "false"
+    if key is None:
+        return "null"
+    if isinstance(key, (int, float)):
+        return json.dumps(key)
+    raise TypeError(f"{where} key {key!r} ({type(key).__name__}) must be a str.")
+
+
+def copy_json(value: Any, where: str = "request") -> Any:
+    """Return a deep copy of JSON data, tuples turned into lists, as a JSON round trip would.
+
+    Dict keys become strings the way :func:`json.dumps` turns them (``1`` -> ``"1"``,
+    ``True`` -> ``"true"``), so that every backend returns the same data.
+
+    :raises TypeError: for values JSON cannot hold (bytes, sets, objects).
+    """
+    if isinstance(value, dict):
+        return {_json_key(k, where): copy_json(v, where) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [copy_json(v, where) for v in value]
+    if isinstance(value, _JSON_SCALARS):
+        return value
+    raise TypeError(
+        f"{where} holds {value!r} ({type(value).__name__}); expected JSON data "
+        "(dict with str keys, list, str, int, float, bool or None)."
+    )

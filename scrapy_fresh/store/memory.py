@@ -1,0 +1,319 @@
+"""The in-memory store: the reference implementation of the store protocol.
+
+:class:`MemoryStore` keeps records in dicts and a due-time heap. It is what the
+contract tests compare other backends with, what the simulator and unit tests use,
+and a fine choice for short crawls that need no state between runs. Nothing
+survives the process.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from scrapy_fresh.exceptions import StoreError
+from scrapy_fresh.store._checks import (
+    DUE_STATUSES,
+    check_key,
+    check_limit,
+    check_site,
+    check_state,
+    check_time,
+    copy_json,
+)
+from scrapy_fresh.store.base import PageState, SiteState, Status
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+    from types import TracebackType
+
+    from typing_extensions import Self
+
+__all__ = ["MemoryStore"]
+
+logger = logging.getLogger(__name__)
+
+
+def _copy(state: PageState) -> PageState:
+    # replace() runs __post_init__, which builds new past/future lists.
+    return replace(state, request=copy_json(state.request))
+
+
+class MemoryStore:
+    """Dict-backed :class:`~scrapy_fresh.store.base.StateStore`: the reference backend.
+
+    Records are copied on the way in and on the way out, so changing a record you
+    passed to :meth:`put` or got from :meth:`get` never changes the store. ``due`` and
+    ``next_due_time`` use a heap with lazy deletion: ``due(now, limit)`` costs
+    O(limit · log n), not a scan of every record. Writes take effect at once;
+    :meth:`flush` does nothing. Not thread-safe: use one store from one thread.
+    """
+
+    def __init__(self) -> None:
+        self._pages: dict[str, PageState] = {}
+        self._doc_keys: dict[int, str] = {}
+        self._last_doc_id = 0
+        self._sites: dict[str, SiteState] = {}
+        # (next_due, key) entries; an entry is live when the record is due-able with
+        # that next_due. Every due-able record has at least one live entry.
+        self._heap: list[tuple[float, str]] = []
+        self._counts: dict[Status, int] = dict.fromkeys(Status, 0)
+        self._closed = False
+
+    # -- internals -------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError("The MemoryStore is closed; create a new store to use it again.")
+
+    def _live(self, entry: tuple[float, str]) -> bool:
+        state = self._pages.get(entry[1])
+        return state is not None and state.status in DUE_STATUSES and state.next_due == entry[0]
+
+    def _assign_doc_ids(self, copies: Iterable[PageState]) -> None:
+        """Give each new record its doc_id, in order, before anything is stored.
+
+        Existing records keep theirs; a new record keeps an explicit doc_id unless
+        another record has it (then the whole batch is refused), and gets one more
+        than the highest doc_id ever used otherwise.
+        """
+        last = self._last_doc_id
+        new: dict[str, int] = {}
+        taken: dict[int, str] = {}
+        for state in copies:
+            old = self._pages.get(state.key)
+            if old is not None:
+                state.doc_id = old.doc_id
+            elif state.key in new:
+                state.doc_id = new[state.key]
+            else:
+                if not state.doc_id:
+                    state.doc_id = last + 1
+                else:
+                    owner = self._doc_keys.get(state.doc_id) or taken.get(state.doc_id)
+                    if owner is not None:
+                        raise StoreError(
+                            f"doc_id {state.doc_id} of new record {state.key} is already "
+                            f"used by {owner}; pass doc_id=0 to get a new one."
+                        )
+                new[state.key] = state.doc_id
+                taken[state.doc_id] = state.key
+                last = max(last, state.doc_id)
+
+    def _store(self, state: PageState) -> None:
+        """Insert or replace ``state``: a private copy with its doc_id assigned."""
+        old = self._pages.get(state.key)
+        if old is not None:
+            self._counts[old.status] -= 1
+        else:
+            self._last_doc_id = max(self._last_doc_id, state.doc_id)
+            self._doc_keys[state.doc_id] = state.key
+        self._pages[state.key] = state
+        self._counts[state.status] += 1
+        if state.status in DUE_STATUSES and not (
+            old is not None and old.status in DUE_STATUSES and old.next_due == state.next_due
+        ):
+            heapq.heappush(self._heap, (state.next_due, state.key))
+            if len(self._heap) > 2 * len(self._pages) + 1024:
+                self._rebuild_heap()
+
+    def _rebuild_heap(self) -> None:
+        self._heap = [
+            (s.next_due, s.key) for s in self._pages.values() if s.status in DUE_STATUSES
+        ]
+        heapq.heapify(self._heap)
+
+    def _prune_heap(self) -> None:
+        heap = self._heap
+        while heap and not self._live(heap[0]):
+            heapq.heappop(heap)
+
+    # -- records ---------------------------------------------------------------
+
+    def get(self, key: str) -> PageState | None:
+        """Return a copy of the record of ``key``, or None."""
+        self._check_open()
+        state = self._pages.get(check_key(key))
+        return None if state is None else _copy(state)
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, PageState]:
+        """Return copies of the records of ``keys`` that exist, by key."""
+        self._check_open()
+        out: dict[str, PageState] = {}
+        for key in keys:
+            state = self._pages.get(check_key(key))
+            if state is not None:
+                out[key] = _copy(state)
+        return out
+
+    def put(self, state: PageState) -> None:
+        """Insert or replace the record of ``state.key``."""
+        self.put_many((state,))
+
+    def put_many(self, states: Iterable[PageState]) -> None:
+        """Insert or replace records; all of them or, on a bad record, none."""
+        self._check_open()
+        copies = []
+        for state in states:
+            check_state(state)
+            copies.append(_copy(state))
+        self._assign_doc_ids(copies)
+        for copy in copies:
+            self._store(copy)
+
+    def add_many(self, states: Iterable[PageState]) -> list[str]:
+        """Insert the records whose key is absent; return their keys in input order."""
+        self._check_open()
+        fresh: dict[str, PageState] = {}
+        for state in states:
+            check_state(state)
+            if state.key not in self._pages and state.key not in fresh:
+                fresh[state.key] = _copy(state)
+        self._assign_doc_ids(fresh.values())
+        for copy in fresh.values():
+            self._store(copy)
+        return list(fresh)
+
+    def delete(self, key: str) -> bool:
+        """Remove the record of ``key``; return whether there was one."""
+        self._check_open()
+        state = self._pages.pop(check_key(key), None)
+        if state is None:
+            return False
+        del self._doc_keys[state.doc_id]
+        self._counts[state.status] -= 1
+        return True
+
+    # -- scheduling ------------------------------------------------------------
+
+    def due(self, now: float, limit: int) -> list[PageState]:
+        """Return up to ``limit`` queued or idle records with ``next_due <= now``, most urgent first."""
+        self._check_open()
+        check_limit(limit)
+        heap = self._heap
+        taken: list[tuple[float, str]] = []
+        seen: set[str] = set()
+        out: list[PageState] = []
+        while heap and len(out) < limit and heap[0][0] <= now:
+            entry = heapq.heappop(heap)
+            if entry[1] in seen or not self._live(entry):
+                continue
+            seen.add(entry[1])
+            taken.append(entry)
+            out.append(_copy(self._pages[entry[1]]))
+        for entry in taken:
+            heapq.heappush(heap, entry)
+        return out
+
+    def next_due_time(self) -> float | None:
+        """Return the earliest ``next_due`` of a queued or idle record, or None."""
+        self._check_open()
+        self._prune_heap()
+        return self._heap[0][0] if self._heap else None
+
+    def mark_in_flight(self, keys: Iterable[str], now: float) -> None:
+        """Mark the records of ``keys`` in flight since ``now``; unknown keys are ignored."""
+        self._check_open()
+        check_time("now", now)
+        for key in keys:
+            state = self._pages.get(check_key(key))
+            if state is not None:
+                self._counts[state.status] -= 1
+                state.status = Status.IN_FLIGHT
+                state.in_flight_since = now
+                self._counts[Status.IN_FLIGHT] += 1
+
+    def release_in_flight(self, older_than: float | None = None) -> int:
+        """Put in-flight records (leased before ``older_than``, or all) back; return how many."""
+        self._check_open()
+        if older_than is not None:
+            check_time("older_than", older_than)
+        released = 0
+        for state in self._pages.values():
+            if state.status is not Status.IN_FLIGHT:
+                continue
+            since = state.in_flight_since
+            if older_than is not None and since is not None and since >= older_than:
+                continue
+            state.status = Status.QUEUED if state.visits == 0 else Status.IDLE
+            state.in_flight_since = None
+            self._counts[Status.IN_FLIGHT] -= 1
+            self._counts[state.status] += 1
+            heapq.heappush(self._heap, (state.next_due, state.key))
+            released += 1
+        if len(self._heap) > 2 * len(self._pages) + 1024:
+            self._rebuild_heap()
+        return released
+
+    def counts(self) -> dict[Status, int]:
+        """Return the number of records per status (every status, zero included)."""
+        self._check_open()
+        return dict(self._counts)
+
+    def iterate(self, batch_size: int = 1000) -> Iterator[PageState]:
+        """Yield copies of every record in ``doc_id`` order.
+
+        Records added during the iteration may or may not be yielded; deleted ones are
+        skipped. ``batch_size`` has no effect here.
+        """
+        self._check_open()
+        if batch_size < 1:
+            raise ValueError(f"batch_size ({batch_size!r}) must be 1 or more.")
+        return self._iterate()
+
+    def _iterate(self) -> Iterator[PageState]:
+        for doc_id in sorted(self._doc_keys):
+            self._check_open()
+            key = self._doc_keys.get(doc_id)
+            if key is not None:
+                yield _copy(self._pages[key])
+
+    def __len__(self) -> int:
+        self._check_open()
+        return len(self._pages)
+
+    # -- sites -----------------------------------------------------------------
+
+    def get_site(self, host: str) -> SiteState | None:
+        """Return a copy of the site record of ``host``, or None."""
+        self._check_open()
+        site = self._sites.get(host)
+        return None if site is None else replace(site)
+
+    def put_site(self, site: SiteState) -> None:
+        """Insert or replace the site record of ``site.host``."""
+        self._check_open()
+        check_site(site)
+        self._sites[site.host] = replace(site)
+
+    def sites(self) -> Iterator[SiteState]:
+        """Yield copies of every site record, by host."""
+        self._check_open()
+        return (replace(self._sites[host]) for host in sorted(self._sites))
+
+    # -- lifecycle -------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Nothing to do: writes take effect at once."""
+        self._check_open()
+
+    def close(self) -> None:
+        """Close the store; later calls raise :class:`~scrapy_fresh.exceptions.StoreError`."""
+        self._closed = True
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"{len(self._pages)} records"
+        return f"<MemoryStore {state}>"

@@ -1,0 +1,839 @@
+"""The embedded default store: one SQLite file in WAL mode.
+
+:class:`SQLiteStore` keeps one row per canonical URL in a single file, with an
+index that serves :meth:`~SQLiteStore.due` without scanning the table, batched
+writes inside transactions, and a schema version checked on open. Everything is a
+plain column or JSON text; nothing is pickled.
+
+.. warning::
+
+   The file layout (tables, columns, codes) is internal and may change between
+   versions; the schema version stored in the file guards against reading a file
+   with the wrong layout. Use the store API, or the ``pages_view`` view for
+   read-only inspection with the ``sqlite3`` shell.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sqlite3
+import threading
+from contextlib import contextmanager
+from itertools import islice
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from scrapy_fresh.exceptions import SchemaVersionError, StoreError
+from scrapy_fresh.store._checks import (
+    check_key,
+    check_limit,
+    check_site,
+    check_state,
+    check_time,
+)
+from scrapy_fresh.store.base import (
+    MAX_FUTURE_UPDATES,
+    MAX_PAST_UPDATES,
+    PageState,
+    Provider,
+    SiteState,
+    Status,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Mapping
+    from os import PathLike
+    from types import TracebackType
+
+    from typing_extensions import Self
+
+__all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SQLiteStore"]
+
+logger = logging.getLogger(__name__)
+
+#: ``PRAGMA application_id`` of a scrapy_fresh store file ("FRSH").
+APPLICATION_ID = 0x46525348
+#: ``PRAGMA user_version`` of the files this code writes and reads.
+SCHEMA_VERSION = 1
+
+#: Integer codes of :class:`~scrapy_fresh.store.base.Status` in the ``status`` column.
+STATUS_CODES: dict[Status, int] = {
+    Status.QUEUED: 0,
+    Status.IDLE: 1,
+    Status.IN_FLIGHT: 2,
+    Status.GONE: 3,
+}
+#: Integer codes of :class:`~scrapy_fresh.store.base.Provider` in the ``provider`` column.
+PROVIDER_CODES: dict[Provider, int] = {Provider.NORMAL: 0, Provider.SMART: 1, Provider.SUPER: 2}
+_STATUSES = {code: status for status, code in STATUS_CODES.items()}
+_PROVIDERS = {code: provider for provider, code in PROVIDER_CODES.items()}
+
+_U64 = 1 << 64
+_I64_MAX = (1 << 63) - 1
+_CHUNK = 2048  # records per executemany() call inside one transaction
+_IN_CHUNK = 500  # keys per "IN (...)" lookup
+_PRAGMA_NAME = re.compile(r"[a-z_]+")
+_PRAGMA_VALUE = re.compile(r"[a-z_]+|-?[0-9]+(\.[0-9]+)?")
+
+# The columns of ``pages`` in PageState field order (doc_id moved first in the table).
+_PAGE_COLUMNS = (
+    "key",
+    "url",
+    "host_id",
+    "doc_id",
+    "status",
+    "provider",
+    "first_seen",
+    "last_crawl",
+    "next_due",
+    "in_flight_since",
+    "refresh_secs",
+    "p_l",
+    "p_g",
+    "visits",
+    "changes",
+    "p_c",
+    "change_bucket",
+    "change_rate",
+    "errors",
+    "fingerprint",
+    "etag",
+    "last_modified",
+    "content_length",
+    "access_count",
+    "past_updates",
+    "future_updates",
+    "request",
+)
+_SELECT_PAGES = f"SELECT {', '.join(_PAGE_COLUMNS)} FROM pages"
+_INSERT_PAGES = (
+    f"INSERT INTO pages ({', '.join(_PAGE_COLUMNS)}) "
+    f"VALUES ({', '.join('?' * len(_PAGE_COLUMNS))})"
+)
+_UPSERT_PAGES = f"{_INSERT_PAGES} ON CONFLICT (key) DO UPDATE SET " + ", ".join(
+    f"{c} = excluded.{c}" for c in _PAGE_COLUMNS if c not in ("key", "doc_id")
+)
+_SELECT_SITES = "SELECT host, visits, changes, p_c, refresh_secs, updated_at FROM sites"
+
+_SCHEMA = (
+    """CREATE TABLE hosts (
+        host_id INTEGER PRIMARY KEY,
+        host TEXT NOT NULL UNIQUE
+    )""",
+    """CREATE TABLE pages (
+        doc_id INTEGER PRIMARY KEY AUTOINCREMENT,
+        key BLOB NOT NULL UNIQUE,
+        url TEXT NOT NULL,
+        host_id INTEGER NOT NULL,
+        status INTEGER NOT NULL,
+        provider INTEGER NOT NULL,
+        first_seen REAL NOT NULL,
+        last_crawl REAL,
+        next_due REAL NOT NULL,
+        in_flight_since REAL,
+        refresh_secs REAL NOT NULL,
+        p_l REAL NOT NULL,
+        p_g REAL NOT NULL,
+        visits INTEGER NOT NULL,
+        changes INTEGER NOT NULL,
+        p_c REAL NOT NULL,
+        change_bucket INTEGER NOT NULL,
+        change_rate REAL,
+        errors INTEGER NOT NULL,
+        fingerprint INTEGER,
+        etag TEXT,
+        last_modified TEXT,
+        content_length INTEGER,
+        access_count INTEGER NOT NULL,
+        past_updates TEXT,
+        future_updates TEXT,
+        request TEXT
+    )""",
+    # due(): the most urgent queued/idle records, in (next_due, key) order, read
+    # straight off the index (key included so that ties need no sort).
+    "CREATE INDEX pages_due ON pages (next_due, key) WHERE status IN (0, 1)",
+    # release_in_flight(): only in-flight records are indexed, so it costs nothing else.
+    "CREATE INDEX pages_in_flight ON pages (in_flight_since) WHERE status = 2",
+    """CREATE TABLE sites (
+        host TEXT PRIMARY KEY,
+        visits INTEGER NOT NULL,
+        changes INTEGER NOT NULL,
+        p_c REAL NOT NULL,
+        refresh_secs REAL,
+        updated_at REAL NOT NULL
+    ) WITHOUT ROWID""",
+    # counts() and len() in O(1): one row per status, kept by triggers.
+    "CREATE TABLE status_counts (status INTEGER PRIMARY KEY, n INTEGER NOT NULL)",
+    "INSERT INTO status_counts (status, n) VALUES (0, 0), (1, 0), (2, 0), (3, 0)",
+    """CREATE TRIGGER pages_count_insert AFTER INSERT ON pages BEGIN
+        UPDATE status_counts SET n = n + 1 WHERE status = new.status;
+    END""",
+    """CREATE TRIGGER pages_count_delete AFTER DELETE ON pages BEGIN
+        UPDATE status_counts SET n = n - 1 WHERE status = old.status;
+    END""",
+    """CREATE TRIGGER pages_count_update AFTER UPDATE OF status ON pages
+    WHEN old.status IS NOT new.status BEGIN
+        UPDATE status_counts SET n = n - 1 WHERE status = old.status;
+        UPDATE status_counts SET n = n + 1 WHERE status = new.status;
+    END""",
+    # For people: the records with readable keys, hosts, statuses and fingerprints.
+    """CREATE VIEW pages_view AS SELECT
+        doc_id, lower(hex(key)) AS key, url, hosts.host AS host,
+        CASE status WHEN 0 THEN 'queued' WHEN 1 THEN 'idle' WHEN 2 THEN 'in_flight'
+            WHEN 3 THEN 'gone' END AS status,
+        CASE provider WHEN 0 THEN 'normal' WHEN 1 THEN 'smart' WHEN 2 THEN 'super'
+            END AS provider,
+        datetime(first_seen, 'unixepoch') AS first_seen,
+        datetime(last_crawl, 'unixepoch') AS last_crawl,
+        datetime(next_due, 'unixepoch') AS next_due,
+        datetime(in_flight_since, 'unixepoch') AS in_flight_since,
+        refresh_secs, p_l, p_g, visits, changes, p_c, change_bucket, change_rate, errors,
+        printf('%016x', fingerprint) AS fingerprint, etag, last_modified, content_length,
+        access_count, past_updates, future_updates, request
+    FROM pages JOIN hosts USING (host_id)""",
+)
+
+#: Schema migrations: ``_MIGRATIONS[v]`` turns a version ``v`` file into ``v + 1``.
+_MIGRATIONS: dict[int, tuple[str, ...]] = {}
+
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
+_loads = json.loads
+
+
+def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    iterator = iter(items)
+    while chunk := list(islice(iterator, size)):
+        yield chunk
+
+
+class SQLiteStore:
+    """:class:`~scrapy_fresh.store.base.StateStore` in one SQLite file: the embedded default.
+
+    :param path: the database file (``str`` or path); missing parent directories are
+        created. ``":memory:"`` gives a private in-memory database (no WAL).
+    :param batch_size: commit once this many records have been written since the last
+        commit (every write call ends a batch check; ``1`` commits after every call).
+        Whatever the batch size, one call (``put_many``, ``add_many``, ...) is never
+        split across transactions: after a crash it is there entirely or not at all.
+        :meth:`flush` and :meth:`close` commit what is pending.
+    :param synchronous: ``PRAGMA synchronous``: ``"NORMAL"`` (default) survives a killed
+        process; ``"FULL"`` also survives power loss and OS crashes, at an fsync per commit.
+    :param cache_size_kib: SQLite page cache of this connection, in KiB (256 MiB by
+        default; memory is taken only as pages are read, so small stores use little).
+    :param timeout: seconds to wait for another connection's write lock.
+    :param pragmas: more ``PRAGMA name = value`` pairs to set on the connection.
+
+    The connection runs in WAL journal mode: readers in other processes see committed
+    data and never block the writer. One connection writes at a time; a second process
+    that writes to the same file waits up to ``timeout`` seconds for the lock, which a
+    store holds while it has uncommitted writes. For several crawl processes use the
+    Redis store.
+
+    Thread safety: a store may be shared between threads; a lock serialises calls.
+    Scrapy calls it from the reactor thread only.
+
+    Durability: a call's writes are committed when ``pending`` reaches ``batch_size``,
+    on :meth:`flush` and on :meth:`close`. Committed data survives the process being
+    killed (even with ``SIGKILL``): WAL frames are written before the commit returns,
+    and an interrupted transaction is rolled back when the file is next opened.
+    """
+
+    def __init__(
+        self,
+        path: str | PathLike[str],
+        *,
+        batch_size: int = 1,
+        synchronous: str = "NORMAL",
+        cache_size_kib: int = 262144,
+        timeout: float = 5.0,
+        pragmas: Mapping[str, str | int | float] | None = None,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size ({batch_size!r}) must be 1 or more.")
+        if str(synchronous).upper() not in ("OFF", "NORMAL", "FULL", "EXTRA"):
+            raise ValueError(
+                f"synchronous ({synchronous!r}) must be one of 'OFF', 'NORMAL', 'FULL', 'EXTRA'."
+            )
+        self.path: str = str(path)
+        self.batch_size: int = batch_size
+        self._pending = 0
+        self._lock = threading.RLock()
+        self._host_ids: dict[str, int] = {}
+        self._host_names: dict[int, str] = {}
+        self._conn: sqlite3.Connection | None = None
+        in_memory = self.path == ":memory:"
+        if not in_memory:
+            target = Path(path)
+            if target.is_dir():
+                raise StoreError(
+                    f"SQLite store path {self.path!r} is a directory; expected a file path "
+                    f"such as {str(target / 'fresh.sqlite')!r}."
+                )
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(
+                    f"Cannot create the directory of SQLite store {self.path!r}: {exc}"
+                ) from exc
+        try:
+            conn = sqlite3.connect(
+                self.path, timeout=timeout, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as exc:
+            raise StoreError(f"Cannot open SQLite store {self.path!r}: {exc}") from exc
+        try:
+            self._open(conn, in_memory, synchronous, cache_size_kib, pragmas or {})
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+
+    # -- opening ---------------------------------------------------------------
+
+    def _open(
+        self,
+        conn: sqlite3.Connection,
+        in_memory: bool,
+        synchronous: str,
+        cache_size_kib: int,
+        pragmas: Mapping[str, str | int | float],
+    ) -> None:
+        try:
+            app_id, version, tables = self._identify(conn)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(
+                f"{self.path!r} is not an SQLite database ({exc}); expected a scrapy_fresh "
+                "store file, or a path where a new one can be created."
+            ) from exc
+        self._check_identity(app_id, version, tables)
+        try:
+            if not in_memory:
+                mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                if str(mode).lower() != "wal":
+                    logger.warning(
+                        "SQLite store %(path)s runs in journal mode %(mode)s, not WAL: "
+                        "readers will block the writer.",
+                        {"path": self.path, "mode": mode},
+                    )
+                conn.execute("PRAGMA journal_size_limit = 67108864")
+            conn.execute(f"PRAGMA synchronous = {str(synchronous).upper()}")
+            conn.execute(f"PRAGMA cache_size = -{int(cache_size_kib)}")
+            conn.execute("PRAGMA temp_store = MEMORY")
+            for name, value in pragmas.items():
+                if not _PRAGMA_NAME.fullmatch(name):
+                    raise ValueError(f"pragmas key ({name!r}) must be a PRAGMA name.")
+                if not _PRAGMA_VALUE.fullmatch(str(value).lower()):
+                    raise ValueError(
+                        f"pragmas[{name!r}] ({value!r}) must be a number or a keyword."
+                    )
+                conn.execute(f"PRAGMA {name} = {value}")
+            if not tables or version < SCHEMA_VERSION:
+                self._create_or_migrate(conn)
+        except sqlite3.Error as exc:
+            raise self._error("open", exc) from exc
+        logger.debug(
+            "Opened SQLite store %(path)s (schema version %(version)s)",
+            {"path": self.path, "version": SCHEMA_VERSION},
+        )
+
+    def _create_or_migrate(self, conn: sqlite3.Connection) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Again under the write lock: another process may have done it meanwhile.
+            app_id, version, tables = self._identify(conn)
+            self._check_identity(app_id, version, tables)
+            if not tables:
+                for statement in _SCHEMA:
+                    conn.execute(statement)
+                conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                logger.info("Created SQLite store %(path)s", {"path": self.path})
+            elif version < SCHEMA_VERSION:
+                self._migrate(conn, version)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    @staticmethod
+    def _identify(conn: sqlite3.Connection) -> tuple[int, int, list[str]]:
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        tables = [
+            row[0]
+            for row in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' "
+                "AND name NOT LIKE 'sqlite_%' ORDER BY name"
+            )
+        ]
+        return app_id, version, tables
+
+    def _check_identity(self, app_id: int, version: int, tables: list[str]) -> None:
+        if app_id == 0 and version == 0 and not tables:
+            return  # a new (empty) database
+        if app_id != APPLICATION_ID:
+            raise StoreError(
+                f"{self.path!r} is an SQLite database but not a scrapy_fresh store "
+                f"(application_id {app_id:#x}, expected {APPLICATION_ID:#x}; tables: "
+                f"{', '.join(tables) or 'none'}). Choose another path."
+            )
+        if version == SCHEMA_VERSION or (version < SCHEMA_VERSION and self._can_migrate(version)):
+            return
+        if version > SCHEMA_VERSION:
+            hint = "it was written by a newer scrapy_fresh: upgrade scrapy_fresh to open it"
+        else:
+            hint = (
+                "no migration from that version exists: open it with the scrapy_fresh "
+                "version that wrote it, or start a new store"
+            )
+        raise SchemaVersionError(
+            f"SQLite store {self.path!r} has schema version {version}, but this "
+            f"scrapy_fresh reads version {SCHEMA_VERSION}; {hint}."
+        )
+
+    @staticmethod
+    def _can_migrate(version: int) -> bool:
+        return all(v in _MIGRATIONS for v in range(version, SCHEMA_VERSION))
+
+    def _migrate(self, conn: sqlite3.Connection, version: int) -> None:
+        for v in range(version, SCHEMA_VERSION):
+            for statement in _MIGRATIONS[v]:
+                conn.execute(statement)
+            logger.info(
+                "Migrated SQLite store %(path)s from schema version %(old)s to %(new)s",
+                {"path": self.path, "old": v, "new": v + 1},
+            )
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    # -- connection, transactions, errors --------------------------------------
+
+    @property
+    def pending(self) -> int:
+        """Records written since the last commit (0 when everything is committed)."""
+        return self._pending
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise StoreError(
+                f"SQLite store {self.path!r} is closed; open a new SQLiteStore to use it."
+            )
+        return self._conn
+
+    def _error(self, op: str, exc: sqlite3.Error) -> StoreError:
+        message = str(exc)
+        if isinstance(exc, sqlite3.IntegrityError) and "doc_id" in message:
+            return StoreError(
+                f"{op} on SQLite store {self.path!r}: a new record's doc_id is already used "
+                "by another record; pass doc_id=0 to get a new one."
+            )
+        if "locked" in message or "busy" in message:
+            message += (
+                " (another connection holds the write lock: one process writes to an SQLite "
+                "store at a time; use the Redis store for several crawl processes)"
+            )
+        return StoreError(f"{op} on SQLite store {self.path!r} failed: {message}")
+
+    @contextmanager
+    def _reading(self, op: str) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            conn = self._connection()
+            try:
+                yield conn
+            except sqlite3.Error as exc:
+                raise self._error(op, exc) from exc
+
+    @contextmanager
+    def _writing(self, op: str) -> Iterator[sqlite3.Connection]:
+        """Run one write call atomically; commit once ``batch_size`` records are pending.
+
+        A call that starts a transaction is undone by rolling it back. A call that joins
+        a transaction holding earlier uncommitted writes runs in a savepoint, so that
+        undoing it keeps them. (Savepoints are not used otherwise: SQLite copies every
+        page a savepoint touches to a sub-journal, which makes big batches slow.)
+        """
+        with self._lock:
+            conn = self._connection()
+            try:
+                savepoint = conn.in_transaction
+                conn.execute("SAVEPOINT fresh_write" if savepoint else "BEGIN IMMEDIATE")
+                try:
+                    yield conn
+                except BaseException:
+                    self._undo(conn, savepoint)
+                    raise
+                if savepoint:
+                    conn.execute("RELEASE fresh_write")
+                if self._pending == 0 or self._pending >= self.batch_size:
+                    self._commit(conn)
+            except sqlite3.Error as exc:
+                raise self._error(op, exc) from exc
+
+    def _undo(self, conn: sqlite3.Connection, savepoint: bool) -> None:
+        # Hosts inserted by the undone call are gone again.
+        self._host_ids.clear()
+        self._host_names.clear()
+        if savepoint:
+            try:
+                conn.execute("ROLLBACK TO fresh_write")
+                conn.execute("RELEASE fresh_write")
+            except sqlite3.Error:
+                logger.exception(
+                    "SQLite store %(path)s could not roll back to its savepoint; rolling "
+                    "back the open transaction: %(lost)s uncommitted record writes are lost.",
+                    {"path": self.path, "lost": self._pending},
+                )
+            else:
+                return
+        self._pending = 0
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+
+    def _commit(self, conn: sqlite3.Connection) -> None:
+        if conn.in_transaction:
+            conn.execute("COMMIT")
+        self._pending = 0
+
+    # -- encoding --------------------------------------------------------------
+
+    def _host_id(self, conn: sqlite3.Connection, host: str) -> int:
+        host_id = self._host_ids.get(host)
+        if host_id is None:
+            row = conn.execute("SELECT host_id FROM hosts WHERE host = ?", (host,)).fetchone()
+            if row is None:
+                cursor = conn.execute("INSERT INTO hosts (host) VALUES (?)", (host,))
+                host_id = cursor.lastrowid
+                assert host_id is not None
+            else:
+                host_id = row[0]
+            self._host_ids[host] = host_id
+            self._host_names[host_id] = host
+        return host_id
+
+    def _host_name(self, conn: sqlite3.Connection, host_id: int) -> str:
+        row = conn.execute("SELECT host FROM hosts WHERE host_id = ?", (host_id,)).fetchone()
+        if row is None:
+            raise StoreError(
+                f"SQLite store {self.path!r} is damaged: host_id {host_id} has no hosts row."
+            )
+        host: str = row[0]
+        self._host_ids[host] = host_id
+        self._host_names[host_id] = host
+        return host
+
+    def _encode(self, conn: sqlite3.Connection, s: PageState) -> tuple[Any, ...]:
+        check_state(s)
+        fp = s.fingerprint
+        past = s.past_updates
+        if len(past) > MAX_PAST_UPDATES:
+            past = sorted(past)[-MAX_PAST_UPDATES:]
+        future = s.future_updates
+        if len(future) > MAX_FUTURE_UPDATES:
+            future = sorted(future)[:MAX_FUTURE_UPDATES]
+        host_id = self._host_ids.get(s.host)
+        return (
+            bytes.fromhex(s.key),
+            s.url,
+            self._host_id(conn, s.host) if host_id is None else host_id,
+            s.doc_id or None,
+            STATUS_CODES[s.status],  # str values hash like members
+            PROVIDER_CODES[s.provider],
+            s.first_seen,
+            s.last_crawl,
+            s.next_due,
+            s.in_flight_since,
+            s.refresh_secs,
+            s.p_l,
+            s.p_g,
+            s.visits,
+            s.changes,
+            s.p_c,
+            s.change_bucket,
+            s.change_rate,
+            s.errors,
+            fp - _U64 if fp is not None and fp > _I64_MAX else fp,
+            s.etag,
+            s.last_modified,
+            s.content_length,
+            s.access_count,
+            _dumps(past) if past else None,
+            _dumps(future) if future else None,
+            _dumps(s.request) if s.request else None,
+        )
+
+    def _decode(self, conn: sqlite3.Connection, row: tuple[Any, ...]) -> PageState:
+        (key, url, host_id, doc_id, status, provider, first_seen, last_crawl, next_due,
+         in_flight_since, refresh_secs, p_l, p_g, visits, changes, p_c, change_bucket,
+         change_rate, errors, fp, etag, last_modified, content_length, access_count,
+         past, future, request) = row  # fmt: skip
+        host = self._host_names.get(host_id)
+        return PageState(
+            key.hex(),
+            url,
+            self._host_name(conn, host_id) if host is None else host,
+            doc_id,
+            _STATUSES[status],
+            _PROVIDERS[provider],
+            first_seen,
+            last_crawl,
+            next_due,
+            in_flight_since,
+            refresh_secs,
+            p_l,
+            p_g,
+            visits,
+            changes,
+            p_c,
+            change_bucket,
+            change_rate,
+            errors,
+            fp + _U64 if fp is not None and fp < 0 else fp,
+            etag,
+            last_modified,
+            content_length,
+            access_count,
+            _loads(past) if past else [],
+            _loads(future) if future else [],
+            _loads(request) if request else {},
+        )
+
+    # -- records ---------------------------------------------------------------
+
+    def get(self, key: str) -> PageState | None:
+        """Return the record of ``key``, or None."""
+        blob = bytes.fromhex(check_key(key))
+        with self._reading("get") as conn:
+            row = conn.execute(f"{_SELECT_PAGES} WHERE key = ?", (blob,)).fetchone()
+            return None if row is None else self._decode(conn, row)
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, PageState]:
+        """Return the records of ``keys`` that exist, by key."""
+        blobs = list(dict.fromkeys(bytes.fromhex(check_key(k)) for k in keys))
+        out: dict[str, PageState] = {}
+        with self._reading("get_many") as conn:
+            for chunk in _chunks(blobs, _IN_CHUNK):
+                sql = f"{_SELECT_PAGES} WHERE key IN ({', '.join('?' * len(chunk))})"
+                for row in conn.execute(sql, chunk):
+                    state = self._decode(conn, row)
+                    out[state.key] = state
+        return out
+
+    def put(self, state: PageState) -> None:
+        """Insert or replace the record of ``state.key`` (see :meth:`put_many`)."""
+        self.put_many((state,))
+
+    def put_many(self, states: Iterable[PageState]) -> None:
+        """Insert or replace records in one transaction: all of them or none.
+
+        New records without a ``doc_id`` get the next one (doc ids are never reused);
+        existing records keep theirs. The records passed in are not changed.
+        """
+        with self._writing("put_many") as conn:
+            written = 0
+            for chunk in _chunks(states, _CHUNK):
+                rows = [self._encode(conn, s) for s in chunk]
+                conn.executemany(_UPSERT_PAGES, rows)
+                written += len(rows)
+            self._pending += written
+
+    def add_many(self, states: Iterable[PageState]) -> list[str]:
+        """Insert the records whose key is absent; return their keys in input order."""
+        added: list[str] = []
+        with self._writing("add_many") as conn:
+            for chunk in _chunks(states, _CHUNK):
+                fresh: dict[bytes, PageState] = {}
+                for state in chunk:
+                    fresh.setdefault(bytes.fromhex(check_key(state.key)), state)
+                for part in _chunks(list(fresh), _IN_CHUNK):
+                    sql = f"SELECT key FROM pages WHERE key IN ({', '.join('?' * len(part))})"
+                    for (blob,) in conn.execute(sql, part):
+                        del fresh[blob]
+                rows = [self._encode(conn, s) for s in fresh.values()]
+                conn.executemany(_INSERT_PAGES, rows)
+                added.extend(s.key for s in fresh.values())
+            self._pending += len(added)
+        return added
+
+    def delete(self, key: str) -> bool:
+        """Remove the record of ``key``; return whether there was one."""
+        blob = bytes.fromhex(check_key(key))
+        with self._writing("delete") as conn:
+            deleted = conn.execute("DELETE FROM pages WHERE key = ?", (blob,)).rowcount
+            self._pending += deleted
+        return deleted > 0
+
+    # -- scheduling ------------------------------------------------------------
+
+    def due(self, now: float, limit: int) -> list[PageState]:
+        """Return up to ``limit`` queued or idle records with ``next_due <= now``, most urgent first.
+
+        Reads the ``pages_due`` index in order and stops after ``limit`` rows.
+        """
+        check_limit(limit)
+        with self._reading("due") as conn:
+            rows = conn.execute(
+                f"{_SELECT_PAGES} WHERE status IN (0, 1) AND next_due <= ? "
+                "ORDER BY next_due, key LIMIT ?",
+                (now, limit),
+            ).fetchall()
+            return [self._decode(conn, row) for row in rows]
+
+    def next_due_time(self) -> float | None:
+        """Return the earliest ``next_due`` of a queued or idle record, or None."""
+        with self._reading("next_due_time") as conn:
+            value: float | None = conn.execute(
+                "SELECT min(next_due) FROM pages WHERE status IN (0, 1)"
+            ).fetchone()[0]
+            return value
+
+    def mark_in_flight(self, keys: Iterable[str], now: float) -> None:
+        """Mark the records of ``keys`` in flight since ``now``; unknown keys are ignored."""
+        check_time("now", now)
+        with self._writing("mark_in_flight") as conn:
+            marked = 0
+            for chunk in _chunks(keys, _CHUNK):
+                rows = [(now, bytes.fromhex(check_key(k))) for k in chunk]
+                cursor = conn.executemany(
+                    "UPDATE pages SET status = 2, in_flight_since = ? WHERE key = ?", rows
+                )
+                marked += max(cursor.rowcount, 0)
+            self._pending += marked
+
+    def release_in_flight(self, older_than: float | None = None) -> int:
+        """Put in-flight records back to queued (never visited) or idle; return how many.
+
+        :param older_than: release only records marked in flight before this time
+            (records without ``in_flight_since`` count as old); all when None.
+        """
+        if older_than is not None:
+            check_time("older_than", older_than)
+        sql = (
+            "UPDATE pages SET status = CASE WHEN visits = 0 THEN 0 ELSE 1 END, "
+            "in_flight_since = NULL WHERE status = 2"
+        )
+        with self._writing("release_in_flight") as conn:
+            if older_than is None:
+                cursor = conn.execute(sql)
+            else:
+                cursor = conn.execute(
+                    f"{sql} AND (in_flight_since < ? OR in_flight_since IS NULL)", (older_than,)
+                )
+            released = max(cursor.rowcount, 0)
+            self._pending += released
+        return released
+
+    def counts(self) -> dict[Status, int]:
+        """Return the number of records per status (every status, zero included); O(1)."""
+        out = dict.fromkeys(Status, 0)
+        with self._reading("counts") as conn:
+            for code, n in conn.execute("SELECT status, n FROM status_counts"):
+                out[_STATUSES[code]] = n
+        return out
+
+    def iterate(self, batch_size: int = 1000) -> Iterator[PageState]:
+        """Yield every record in ``doc_id`` order, reading ``batch_size`` rows at a time.
+
+        Keyset pagination (``doc_id > last``): memory stays bounded, no read transaction
+        stays open between batches, and records written during the iteration are never
+        yielded twice.
+        """
+        if batch_size < 1:
+            raise ValueError(f"batch_size ({batch_size!r}) must be 1 or more.")
+        self._connection()
+        return self._iterate(batch_size)
+
+    def _iterate(self, batch_size: int) -> Iterator[PageState]:
+        last = 0
+        while True:
+            with self._reading("iterate") as conn:
+                rows = conn.execute(
+                    f"{_SELECT_PAGES} WHERE doc_id > ? ORDER BY doc_id LIMIT ?",
+                    (last, batch_size),
+                ).fetchall()
+                states = [self._decode(conn, row) for row in rows]
+            yield from states
+            if len(rows) < batch_size:
+                return
+            last = states[-1].doc_id
+
+    def __len__(self) -> int:
+        with self._reading("len") as conn:
+            n: int = conn.execute("SELECT sum(n) FROM status_counts").fetchone()[0]
+            return n
+
+    # -- sites -----------------------------------------------------------------
+
+    def get_site(self, host: str) -> SiteState | None:
+        """Return the site record of ``host``, or None."""
+        with self._reading("get_site") as conn:
+            row = conn.execute(f"{_SELECT_SITES} WHERE host = ?", (host,)).fetchone()
+            return None if row is None else SiteState(*row)
+
+    def put_site(self, site: SiteState) -> None:
+        """Insert or replace the site record of ``site.host``."""
+        check_site(site)
+        with self._writing("put_site") as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO sites (host, visits, changes, p_c, refresh_secs, "
+                "updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (site.host, site.visits, site.changes, site.p_c, site.refresh_secs,
+                 site.updated_at),
+            )  # fmt: skip
+            self._pending += 1
+
+    def sites(self) -> Iterator[SiteState]:
+        """Yield every site record, by host, reading 1000 rows at a time."""
+        self._connection()
+        return self._sites()
+
+    def _sites(self) -> Iterator[SiteState]:
+        last: str | None = None
+        while True:
+            with self._reading("sites") as conn:
+                if last is None:
+                    rows = conn.execute(f"{_SELECT_SITES} ORDER BY host LIMIT 1000").fetchall()
+                else:
+                    rows = conn.execute(
+                        f"{_SELECT_SITES} WHERE host > ? ORDER BY host LIMIT 1000", (last,)
+                    ).fetchall()
+            yield from (SiteState(*row) for row in rows)
+            if len(rows) < 1000:
+                return
+            last = rows[-1][0]
+
+    # -- lifecycle -------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Commit pending writes: once this returns they survive a killed process."""
+        with self._reading("flush") as conn:
+            self._commit(conn)
+
+    def close(self) -> None:
+        """Commit pending writes and close the file; closing twice is fine."""
+        with self._lock:
+            conn = self._conn
+            if conn is None:
+                return
+            try:
+                with self._reading("close"):
+                    self._commit(conn)
+            finally:
+                self._conn = None
+                conn.close()
+            logger.debug("Closed SQLite store %(path)s", {"path": self.path})
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._conn is None else f"{self._pending} pending"
+        return f"<SQLiteStore {self.path!r} {state}>"

@@ -1,0 +1,237 @@
+"""HTTP validators and what a host does with them: the bookkeeping behind the conditional check.
+
+Pure functions and per-host counters, standard library only (no Scrapy): the downloader
+middleware (:mod:`scrapy_fresh.middlewares`) asks :meth:`HostChecks.plan` how to check a
+known page and reports what the host answered. See :doc:`/topics/conditional`.
+
+The cheap checks come from the crawling lecture (seed ``clifton-web-crawling-lecture``:
+HEAD, ``Last-Modified``, ``ETag``) and RFC 9110 (section 13: ``If-None-Match`` uses the
+weak comparison, so a weak ``W/"..."`` ETag is sent as it is).
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import timezone
+from email.utils import parsedate_to_datetime
+
+__all__ = [
+    "Check",
+    "HostChecks",
+    "head_verdict",
+    "parse_content_length",
+    "parse_http_date",
+    "parse_retry_after",
+    "usable_etag",
+]
+
+#: A host counts as ignoring conditional requests after this many 200 answers to a
+#: request whose validator matched, if it never answered 304.
+IGNORED_AFTER = 2
+#: A host's ETags count as per-response noise after this many visits where the ETag
+#: changed but the content did not, if no If-None-Match ever got a 304.
+CHURN_AFTER = 3
+#: HEAD probes stop for a host after this many HEAD answers with nothing to compare.
+HEAD_USELESS_AFTER = 2
+
+_ETAG = re.compile(r'^(W/)?"[\x21\x23-\x7e\x80-\xff]*"$')
+
+
+class Check(str, enum.Enum):
+    """How a known page is checked before its body is downloaded."""
+
+    #: Send ``If-None-Match`` / ``If-Modified-Since``; a 304 means not modified.
+    CONDITIONAL = "conditional"
+    #: Send a HEAD request first; fetch the body only when its validators changed.
+    HEAD = "head"
+    #: Fetch the body and compare fingerprints.
+    NONE = "none"
+
+
+def parse_http_date(value: str | None) -> float | None:
+    """Return the Unix time of an HTTP date (RFC 9110 section 5.6.7), or None if malformed.
+
+    >>> parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT")
+    784111777.0
+    >>> parse_http_date("yesterday") is None, parse_http_date(None) is None
+    (True, True)
+    """
+    if not value or not isinstance(value, str):
+        return None
+    try:
+        parsed = parsedate_to_datetime(value.strip())
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if parsed.tzinfo is None:  # no zone (or "-0000"): HTTP dates are GMT
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return parsed.timestamp()
+
+
+def usable_etag(value: str | None) -> bool:
+    """Whether ``value`` is a well-formed entity tag (``"x"`` or ``W/"x"``) that can be sent.
+
+    >>> usable_etag('"abc"'), usable_etag('W/"abc"'), usable_etag("abc"), usable_etag(None)
+    (True, True, False, False)
+    """
+    return bool(value) and _ETAG.match(value or "") is not None
+
+
+def parse_content_length(value: str | None) -> int | None:
+    """Return a ``Content-Length`` header value as an int, or None if absent or malformed.
+
+    >>> parse_content_length("120"), parse_content_length("x"), parse_content_length(None)
+    (120, None, None)
+    """
+    if value is None:
+        return None
+    value = value.strip()
+    if not value.isdigit():
+        return None
+    return int(value)
+
+
+def parse_retry_after(value: str | None, now: float) -> float | None:
+    """Return the seconds to wait that a ``Retry-After`` header asks for, or None.
+
+    The header holds either a number of seconds or an HTTP date (RFC 9110 section 10.2.3).
+
+    >>> parse_retry_after("120", now=0.0)
+    120.0
+    >>> parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT", now=784111700.0)
+    77.0
+    >>> parse_retry_after("soon", now=0.0) is None
+    True
+    """
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    when = parse_http_date(value)
+    if when is None:
+        return None
+    return max(0.0, when - now)
+
+
+def head_verdict(
+    etag: str | None,
+    last_modified: str | None,
+    content_length: int | None,
+    headers: Mapping[str, str | None],
+    *,
+    trust_etag: bool = True,
+) -> bool | None:
+    """Compare a HEAD answer's validators with the stored ones.
+
+    Return True if one of them changed, False if at least one could be compared and
+    none changed, None if nothing could be compared (the HEAD answer is useless).
+    ``headers`` maps lower-case header names to values.
+
+    >>> head_verdict('"a"', None, 10, {"etag": '"a"', "content-length": "10"})
+    False
+    >>> head_verdict('"a"', None, 10, {"etag": '"b"'})
+    True
+    >>> head_verdict(None, None, None, {"etag": '"b"'}) is None
+    True
+    """
+    compared = False
+    new_etag = headers.get("etag")
+    if trust_etag and etag and new_etag:
+        if new_etag.strip() != etag:
+            return True
+        compared = True
+    new_lm = headers.get("last-modified")
+    if last_modified and new_lm:
+        old_t, new_t = parse_http_date(last_modified), parse_http_date(new_lm)
+        same = (
+            old_t == new_t
+            if old_t is not None and new_t is not None
+            else (new_lm.strip() == last_modified.strip())
+        )
+        if not same:
+            return True
+        compared = True
+    new_cl = parse_content_length(headers.get("content-length"))
+    if content_length is not None and new_cl is not None:
+        if new_cl != content_length:
+            return True
+        compared = True
+    return False if compared else None
+
+
+@dataclass
+class HostChecks:
+    """What one host has shown about validators during this run (counters only).
+
+    ``plan`` turns them into a :class:`Check` for ``FRESH_CHECK = "auto"``; the other
+    modes force one way. Nothing here is persisted: each run learns again.
+    """
+
+    #: 304 answers.
+    not_modified: int = 0
+    #: 304 answers to a request that carried If-None-Match.
+    etag_not_modified: int = 0
+    #: 200 answers although the validator we sent still matched.
+    ignored: int = 0
+    #: Visits where the ETag changed while the content fingerprint did not.
+    etag_churn: int = 0
+    #: HEAD answers with no validator to compare (or failed HEAD requests).
+    head_useless: int = 0
+    #: A 200 answer kept the ETag we had although the content changed.
+    lying: bool = False
+
+    @property
+    def ignores_conditionals(self) -> bool:
+        """The host answered 200 to matching validators and never 304."""
+        return self.not_modified == 0 and self.ignored >= IGNORED_AFTER
+
+    @property
+    def etag_untrusted(self) -> bool:
+        """The host's ETags change on every response (and never earned a 304)."""
+        return self.etag_not_modified == 0 and self.etag_churn >= CHURN_AFTER
+
+    @property
+    def head_is_useless(self) -> bool:
+        return self.head_useless >= HEAD_USELESS_AFTER
+
+    def plan(
+        self,
+        mode: str,
+        *,
+        has_validators: bool,
+        has_head_validators: bool,
+        page_ignores: bool = False,
+    ) -> Check:
+        """Return how to check a known page of this host.
+
+        :param mode: ``FRESH_CHECK``: ``"auto"``, ``"conditional"``, ``"head"`` or ``"none"``.
+        :param has_validators: the record has an ETag or Last-Modified that can be sent.
+        :param has_head_validators: the record has an ETag, Last-Modified or
+            Content-Length a HEAD answer can be compared with.
+        :param page_ignores: this page already answered 200 to matching validators.
+
+        >>> HostChecks().plan("auto", has_validators=True, has_head_validators=True).value
+        'conditional'
+        >>> HostChecks(ignored=2).plan("auto", has_validators=True,
+        ...                            has_head_validators=True).value
+        'head'
+        >>> HostChecks(lying=True).plan("auto", has_validators=True,
+        ...                             has_head_validators=True).value
+        'none'
+        """
+        if mode == "none":
+            return Check.NONE
+        if mode == "conditional":
+            return Check.CONDITIONAL if has_validators else Check.NONE
+        if mode == "head":
+            return Check.HEAD if has_head_validators else Check.NONE
+        if self.lying:
+            return Check.NONE
+        if self.ignores_conditionals or page_ignores:
+            if has_head_validators and not self.head_is_useless:
+                return Check.HEAD
+            return Check.NONE
+        return Check.CONDITIONAL if has_validators else Check.NONE

@@ -1,0 +1,173 @@
+"""The add-on builds the same component stack as the documented manual settings, and bad
+settings stop a crawl at start-up with an error that names them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scrapy import Spider
+from scrapy.core.downloader.middleware import DownloaderMiddlewareManager
+from scrapy.core.spidermw import SpiderMiddlewareManager
+from scrapy.exceptions import NotConfigured
+from scrapy.pipelines import ItemPipelineManager
+from scrapy.utils.misc import load_object
+from scrapy.utils.test import get_crawler
+
+import scrapy_fresh
+from scrapy_fresh.exceptions import ConfigError
+from scrapy_fresh.middlewares import FreshDownloaderMiddleware, FreshSpiderMiddleware
+from scrapy_fresh.pipelines import FreshItemPipeline
+from scrapy_fresh.runtime import FreshRuntime, resolve_sqlite_path
+from scrapy_fresh.scheduler import FreshScheduler
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "topics" / "scheduler.rst"
+
+#: The manual setup docs/topics/scheduler.rst shows.
+MANUAL = {
+    "SCHEDULER": "scrapy_fresh.scheduler.FreshScheduler",
+    "DOWNLOADER_MIDDLEWARES": {"scrapy_fresh.middlewares.FreshDownloaderMiddleware": 540},
+    "SPIDER_MIDDLEWARES": {"scrapy_fresh.middlewares.FreshSpiderMiddleware": 40},
+    "ITEM_PIPELINES": {"scrapy_fresh.pipelines.FreshItemPipeline": 100},
+}
+
+
+class _Spider(Spider):
+    name = "stack"
+
+
+def _stack(settings: dict[str, Any]) -> tuple[Any, ...]:
+    crawler = get_crawler(_Spider, {"FRESH_STORE": "memory", **settings})
+    return (
+        load_object(crawler.settings["SCHEDULER"]),
+        [type(m) for m in DownloaderMiddlewareManager.from_crawler(crawler).middlewares],
+        [type(m) for m in SpiderMiddlewareManager.from_crawler(crawler).middlewares],
+        [type(m) for m in ItemPipelineManager.from_crawler(crawler).middlewares],
+    )
+
+
+def test_addon_stack_equals_manual_stack() -> None:
+    addon = _stack({"ADDONS": {"scrapy_fresh.Addon": 0}})
+    manual = _stack(MANUAL)
+    assert addon == manual
+    scheduler, downloader, spider, pipelines = addon
+    assert scheduler is FreshScheduler
+    assert FreshDownloaderMiddleware in downloader
+    assert FreshSpiderMiddleware in spider
+    assert pipelines == [FreshItemPipeline]
+    names = [c.__name__ for c in downloader]
+    # Between UserAgentMiddleware (500) and RetryMiddleware (550): sees final answers only.
+    assert names.index("FreshDownloaderMiddleware") == names.index("RetryMiddleware") - 1
+
+
+def test_manual_setup_is_the_documented_one() -> None:
+    text = DOCS.read_text()
+    for name, value in MANUAL.items():
+        if isinstance(value, str):
+            assert f'{name} = "{value}"' in text
+        else:
+            ((path, order),) = value.items()
+            assert f'"{path}": {order}' in text
+
+
+def test_addon_is_exported_and_respects_fresh_enabled() -> None:
+    assert scrapy_fresh.Addon is load_object("scrapy_fresh.Addon")
+    scheduler, downloader, _, pipelines = _stack(
+        {"ADDONS": {"scrapy_fresh.Addon": 0}, "FRESH_ENABLED": False}
+    )
+    assert scheduler is not FreshScheduler
+    assert FreshDownloaderMiddleware not in downloader
+    assert pipelines == []
+
+
+def test_components_refuse_to_run_when_disabled() -> None:
+    crawler = get_crawler(_Spider, {"FRESH_ENABLED": False, "FRESH_STORE": "memory"})
+    for component in (FreshDownloaderMiddleware, FreshSpiderMiddleware, FreshItemPipeline):
+        with pytest.raises(NotConfigured):
+            component.from_crawler(crawler)
+
+
+@pytest.mark.parametrize(
+    ("settings", "words"),
+    [
+        ({"FRESH_MODE": "sometimes"}, ["FRESH_MODE", "'sometimes'"]),
+        ({"FRESH_CHECK": "maybe"}, ["FRESH_CHECK", "'maybe'"]),
+        ({"FRESH_STORE": "redis"}, ["FRESH_STORE", "'redis'", "not available yet"]),
+        ({"FRESH_STORE": "nowhere.Store"}, ["FRESH_STORE", "'nowhere.Store'", "imported"]),
+        ({"FRESH_PROVIDERS": {"example.com": "mega"}}, ["FRESH_PROVIDERS", "'mega'"]),
+        ({"FRESH_CYCLE_BUDGET": -3}, ["FRESH_CYCLE_BUDGET"]),
+    ],
+)
+def test_bad_settings_fail_when_components_are_built(
+    settings: dict[str, Any], words: list[str]
+) -> None:
+    crawler = get_crawler(_Spider, {"ADDONS": {"scrapy_fresh.Addon": 0}, **settings})
+    with pytest.raises(ConfigError) as info:
+        DownloaderMiddlewareManager.from_crawler(crawler)
+    for word in words:
+        assert word in str(info.value)
+
+
+def test_store_that_is_not_a_store_is_refused() -> None:
+    crawler = get_crawler(_Spider, {"FRESH_STORE": "collections.OrderedDict"})
+    with pytest.raises(ConfigError, match="StateStore protocol"):
+        _ = FreshRuntime.of(crawler).store
+
+
+def test_relative_sqlite_path_goes_under_the_data_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    resolved = Path(resolve_sqlite_path("fresh/state.sqlite"))
+    assert resolved.name == "state.sqlite"
+    assert resolved.parent.is_dir()
+    assert ".scrapy" in resolved.parts
+    assert resolve_sqlite_path(str(tmp_path / "x.sqlite")) == str(tmp_path / "x.sqlite")
+
+
+@pytest.mark.slow
+def test_bad_spider_provider_stops_the_crawl_at_start_up(crawl: Any, tmp_path: Path) -> None:
+    result = crawl(
+        {
+            "settings": {
+                "ADDONS": {"scrapy_fresh.Addon": 0},
+                "FRESH_SQLITE_PATH": str(tmp_path / "s.sqlite"),
+            },
+            "provider": "mega",
+            "start": [{"url": "http://127.0.0.1:9/never"}],
+        },
+        tmp_path,
+        check=False,
+    )
+    assert result.returncode != 0
+    assert "ConfigError" in result.log
+    assert "FreshTestSpider.fresh_provider ('mega')" in result.log
+    assert "Crawled (" not in result.log
+
+
+@pytest.mark.slow
+def test_bad_setting_stops_the_crawl_at_start_up(crawl: Any, tmp_path: Path) -> None:
+    result = crawl(
+        {
+            "settings": {
+                "ADDONS": {"scrapy_fresh.Addon": 0},
+                "EXTENSIONS": {},
+                "FRESH_MODE": "now and then",
+            },
+            "start": [{"url": "http://127.0.0.1:9/never"}],
+        },
+        tmp_path,
+        check=False,
+    )
+    assert result.returncode != 0
+    assert "FRESH_MODE ('now and then')" in result.log
+
+
+def test_addon_warns_when_a_project_scheduler_wins(caplog: pytest.LogCaptureFixture) -> None:
+    crawler = get_crawler(
+        _Spider,
+        {"ADDONS": {"scrapy_fresh.Addon": 0}, "SCHEDULER": "scrapy.core.scheduler.Scheduler"},
+    )
+    assert crawler.settings["SCHEDULER"] == "scrapy.core.scheduler.Scheduler"
+    assert "needs scrapy_fresh.scheduler.FreshScheduler" in caplog.text

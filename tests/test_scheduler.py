@@ -1,0 +1,269 @@
+"""FreshScheduler driven directly, with a memory store and a fake clock (no crawl)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from scrapy import Request, Spider
+from scrapy.utils.test import get_crawler
+
+from scrapy_fresh.frontier.revisit import Outcome
+from scrapy_fresh.frontier.scoring import priority_score
+from scrapy_fresh.keys import url_host, url_key
+from scrapy_fresh.scheduler import FreshScheduler
+from scrapy_fresh.store.base import Provider, Status
+
+NOW = 1_000_000.0  # the harness clock (tests/conftest.py)
+
+
+class PlainSpider(Spider):
+    name = "plain"
+
+    def parse(self, response: Any) -> Any:
+        return []
+
+    def parse_page(self, response: Any) -> Any:
+        return []
+
+
+class SuperSpider(PlainSpider):
+    name = "super"
+    fresh_provider = "super"
+
+
+def test_new_known_not_due_and_due_urls(harness: Any, known: Any) -> None:
+    due = known("http://a.example/due", last_crawl=NOW - 90000, next_due=NOW - 10)
+    later = known("http://a.example/later", last_crawl=NOW - 10, next_due=NOW + 3600)
+    h = harness(records=[due, later])
+    spider = h.crawler.spider
+    # The due record was loaded when the spider opened: its request is rebuilt.
+    assert h.scheduler.has_pending_requests()
+    assert h.scheduler.enqueue_request(Request("http://a.example/new", callback=spider.parse))
+    assert not h.scheduler.enqueue_request(Request("http://a.example/later"))
+    assert h.stat("fresh/requests/skipped_not_due") == 1
+    requests = {r.url: r for r in h.drain()}
+    assert set(requests) == {"http://a.example/due", "http://a.example/new"}
+    rebuilt = requests["http://a.example/due"]
+    assert rebuilt.callback == spider.parse_page
+    assert rebuilt.meta["fresh_key"] == due.key
+    assert rebuilt.meta["fresh_stream"] == "refresh"
+    assert requests["http://a.example/new"].meta["fresh_stream"] == "new"
+    assert h.stat("fresh/requests/refresh") == 1
+    assert h.stat("fresh/requests/new") == 1
+    # Both are leased (in flight) until their visits are recorded.
+    assert h.runtime.store.counts()[Status.IN_FLIGHT] == 2
+    # Yielding a URL that is being downloaded does not fetch it twice.
+    assert not h.scheduler.enqueue_request(Request("http://a.example/new"))
+    for request in requests.values():
+        h.record(request)
+    assert h.runtime.store.counts()[Status.IN_FLIGHT] == 0
+    assert not h.scheduler.has_pending_requests()
+
+
+def test_the_spiders_request_replaces_the_rebuilt_one(harness: Any, known: Any) -> None:
+    due = known("http://a.example/due", last_crawl=NOW - 90000, next_due=NOW - 10)
+    h = harness(records=[due])
+    mine = Request("http://a.example/due", callback=h.crawler.spider.parse, priority=3)
+    assert h.scheduler.enqueue_request(mine)
+    assert h.drain() == [mine]
+    assert h.state("http://a.example/due").request["callback"] == "parse"
+
+
+def test_provider_precedence(harness: Any) -> None:
+    settings = {"FRESH_PROVIDERS": {"a.example": "smart"}}
+    plain = harness(settings)
+    plain.scheduler.enqueue_request(Request("http://a.example/1"))
+    plain.scheduler.enqueue_request(Request("http://b.example/1"))
+    plain.scheduler.enqueue_request(
+        Request("http://b.example/2", meta={"fresh_provider": "super"})
+    )
+    assert plain.state("http://a.example/1").provider is Provider.SMART
+    assert plain.state("http://b.example/1").provider is Provider.NORMAL
+    assert plain.state("http://b.example/2").provider is Provider.SUPER
+
+    spider = harness(settings, spider=SuperSpider)
+    spider.scheduler.enqueue_request(Request("http://a.example/1"))
+    spider.scheduler.enqueue_request(
+        Request("http://a.example/2", meta={"fresh_provider": "normal"})
+    )
+    assert spider.state("http://a.example/1").provider is Provider.SUPER  # attr > setting
+    assert spider.state("http://a.example/2").provider is Provider.NORMAL  # meta > attr
+
+
+def test_bad_meta_provider_drops_that_request_with_a_clear_error(
+    harness: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    h = harness()
+    assert not h.scheduler.enqueue_request(
+        Request("http://a.example/x", meta={"fresh_provider": "mega"})
+    )
+    assert h.stat("fresh/requests/bad_meta") == 1
+    assert "meta['fresh_provider'] ('mega')" in caplog.text
+    assert h.scheduler.enqueue_request(Request("http://a.example/y"))
+
+
+def test_bad_spider_provider_fails_on_open() -> None:
+    class Bad(PlainSpider):
+        fresh_provider = "sometimes"
+
+    crawler = get_crawler(Bad, {"FRESH_STORE": "memory"})
+    crawler.spider = Bad.from_crawler(crawler)
+    scheduler = FreshScheduler.from_crawler(crawler)
+    with pytest.raises(ValueError, match=r"Bad.fresh_provider \('sometimes'\)"):
+        scheduler.open(crawler.spider)
+
+
+def test_bypass_requests_are_fifo_and_dupefiltered(harness: Any) -> None:
+    h = harness()
+    off = {"fresh_enabled": False}
+    assert h.scheduler.enqueue_request(Request("http://a.example/1", meta=off))
+    assert not h.scheduler.enqueue_request(Request("http://a.example/1", meta=off))
+    assert h.scheduler.enqueue_request(Request("http://a.example/1", dont_filter=True))
+    assert [r.url for r in h.drain()] == ["http://a.example/1"] * 2
+    assert len(h.runtime.store) == 0
+    assert h.stat("fresh/requests/bypassed") == 2
+
+
+def test_retry_continues_the_visit_and_copied_meta_does_not(harness: Any) -> None:
+    h = harness()
+    h.scheduler.enqueue_request(Request("http://a.example/p"))
+    (first,) = h.drain()
+    retry = first.replace(dont_filter=True)
+    assert h.scheduler.enqueue_request(retry)
+    assert h.drain() == [retry]
+    assert h.stat("fresh/requests/continued") == 1
+    assert h.stat("fresh/requests/new") == 1
+    # A callback that copies response.meta into a request for another URL.
+    other = Request("http://a.example/q", meta=dict(first.meta))
+    assert h.scheduler.enqueue_request(other)
+    (handed,) = h.drain()
+    assert handed.meta["fresh_key"] == url_key("http://a.example/q")
+
+
+def test_politeness_between_hosts(harness: Any) -> None:
+    h = harness({"DOWNLOAD_SLOTS": {"slow.example": {"delay": 2.0}}})
+    for n in range(3):
+        h.scheduler.enqueue_request(Request(f"http://slow.example/{n}"))
+        h.scheduler.enqueue_request(Request(f"http://fast.example/{n}"))
+    seen = []
+    for _ in range(30):
+        request = h.scheduler.next_request()
+        if request is None:
+            h.clock[0] += 0.5
+            continue
+        seen.append((h.clock[0] - NOW, url_host(request.url)))
+    slow_times = [t for t, host in seen if host == "slow.example"]
+    assert slow_times == [0.0, 2.0, 4.0]
+    assert [t for t, host in seen if host == "fast.example"] == [0.0] * 3
+
+
+def test_crawl_delay_gate_holds_a_new_host_until_robots_txt(harness: Any) -> None:
+    h = harness({"ROBOTSTXT_OBEY": True})
+    for n in range(3):
+        h.scheduler.enqueue_request(Request(f"http://a.example/{n}"))
+    first = h.scheduler.next_request()
+    assert first is not None
+    assert h.scheduler.next_request() is None  # the others wait for robots.txt
+    assert h.scheduler.has_pending_requests()
+
+    class Parser:
+        def crawl_delay(self, user_agent: str) -> float:
+            return 5.0
+
+    h.scheduler._robots_parsed(Parser(), first)
+    assert h.scheduler.next_request() is None  # Crawl-delay counts from the first request
+    h.clock[0] += 5.0
+    assert h.scheduler.next_request() is not None
+    assert h.scheduler.next_request() is None
+
+
+def test_retry_after_backs_the_host_off(harness: Any) -> None:
+    from scrapy.http import Response
+
+    h = harness()
+    for n in range(2):
+        h.scheduler.enqueue_request(Request(f"http://a.example/{n}"))
+    first = h.scheduler.next_request()
+    assert first is not None
+    response = Response(first.url, status=503, headers={"Retry-After": "30"})
+    h.scheduler._response_downloaded(response, first)
+    assert h.scheduler.next_request() is None
+    h.clock[0] += 30.0
+    assert h.scheduler.next_request() is not None
+    assert h.stat("fresh/backoffs") == 1
+
+
+def test_budget_takes_the_highest_priority_due_records(harness: Any, known: Any) -> None:
+    records = [
+        known(f"http://a.example/{n}", last_crawl=NOW - 86400, next_due=NOW - 1, access_count=n)
+        for n in range(10)
+    ]
+    h = harness({"FRESH_CYCLE_BUDGET": 5, "FRESH_NEW_URL_SHARE": 0.2}, records=records)
+    scores = {r.url: priority_score(r, NOW) for r in records}
+    best = sorted(scores, key=scores.get, reverse=True)[:4]  # one of 5 kept for new URLs
+    requests = h.drain()
+    assert sorted(r.url for r in requests) == sorted(best)
+    # The reserved share goes to a new URL; the next new URL is over budget but recorded.
+    assert h.scheduler.enqueue_request(Request("http://a.example/new1"))
+    assert not h.scheduler.enqueue_request(Request("http://a.example/new2"))
+    assert h.stat("fresh/requests/over_budget") == 1
+    assert h.state("http://a.example/new2").status is Status.QUEUED
+    assert [r.url for r in h.drain()] == ["http://a.example/new1"]
+
+
+def test_unused_new_url_share_goes_to_the_next_best_records(harness: Any, known: Any) -> None:
+    records = [
+        known(f"http://a.example/{n}", last_crawl=NOW - 86400, next_due=NOW - 1, access_count=n)
+        for n in range(10)
+    ]
+    h = harness({"FRESH_CYCLE_BUDGET": 5, "FRESH_NEW_URL_SHARE": 0.4}, records=records)
+    first = h.drain()
+    assert len(first) == 3
+    assert not h.scheduler.has_pending_requests()  # nothing more while visits are in flight
+    for request in first:
+        h.record(request)
+    assert h.scheduler.has_pending_requests()  # drained: the spare budget is used
+    second = h.drain()
+    assert len(second) == 2
+    best = sorted(records, key=lambda r: priority_score(r, NOW), reverse=True)
+    assert {r.url for r in first + second} == {r.url for r in best[:5]}
+    for request in second:
+        h.record(request)
+    assert not h.scheduler.has_pending_requests()
+
+
+def test_leases_of_an_interrupted_run_are_released_on_open(harness: Any, known: Any) -> None:
+    stuck = known("http://a.example/stuck", last_crawl=NOW - 90000, next_due=NOW - 5)
+    stuck.status = Status.IN_FLIGHT
+    stuck.in_flight_since = NOW - 60
+    h = harness(records=[stuck])
+    assert [r.url for r in h.drain()] == ["http://a.example/stuck"]
+
+
+def test_close_releases_what_was_not_visited(harness: Any, tmp_path: Any) -> None:
+    from scrapy_fresh.store.sqlite import SQLiteStore
+
+    path = tmp_path / "s.sqlite"
+    h = harness({"FRESH_STORE": "sqlite", "FRESH_SQLITE_PATH": str(path)})
+    h.scheduler.enqueue_request(Request("http://a.example/1"))
+    h.scheduler.enqueue_request(Request("http://a.example/2"))
+    (one, _two) = h.drain()
+    h.record(one, Outcome.CHANGED)
+    h.scheduler.close("shutdown")
+    store = SQLiteStore(path)
+    try:
+        counts = store.counts()
+    finally:
+        store.close()
+    assert counts[Status.IN_FLIGHT] == 0
+    assert counts[Status.QUEUED] == 1
+    assert counts[Status.IDLE] == 1
+
+
+def test_disabled_scheduler_is_a_plain_fifo(harness: Any) -> None:
+    h = harness({"FRESH_ENABLED": False})
+    assert h.scheduler.enqueue_request(Request("http://a.example/1"))
+    assert not h.scheduler.enqueue_request(Request("http://a.example/1"))
+    assert [r.url for r in h.drain()] == ["http://a.example/1"]
+    assert not h.runtime.store_opened

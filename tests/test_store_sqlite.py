@@ -1,0 +1,369 @@
+"""The SQLite store: the store contract, plus files, schema versions, pragmas and batching."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import fields
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+import scrapy_fresh.store.sqlite as sqlite_module
+from scrapy_fresh.exceptions import SchemaVersionError, StoreError
+from scrapy_fresh.store.base import PageState, SiteState, Status
+from scrapy_fresh.store.sqlite import APPLICATION_ID, SCHEMA_VERSION, SQLiteStore
+from tests.store_contract import StoreContract, full_page, page
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
+
+class TestSQLiteStore(StoreContract):
+    @pytest.fixture
+    def make_store(self, tmp_path: Path) -> Iterator[Callable[[], SQLiteStore]]:
+        stores: list[SQLiteStore] = []
+
+        def make() -> SQLiteStore:
+            stores.append(SQLiteStore(tmp_path / f"store-{len(stores)}.sqlite"))
+            return stores[-1]
+
+        yield make
+        for store in stores:
+            store.close()
+
+
+class TestBatchedSQLiteStore(StoreContract):
+    """The contract holds whatever the batch size: reads see uncommitted writes."""
+
+    @pytest.fixture
+    def make_store(self, tmp_path: Path) -> Iterator[Callable[[], SQLiteStore]]:
+        stores: list[SQLiteStore] = []
+
+        def make() -> SQLiteStore:
+            path = tmp_path / f"store-{len(stores)}.sqlite"
+            stores.append(SQLiteStore(path, batch_size=7))
+            return stores[-1]
+
+        yield make
+        for store in stores:
+            store.close()
+
+
+def raw(path: Path) -> sqlite3.Connection:
+    return sqlite3.connect(path, isolation_level=None)
+
+
+# -- files -----------------------------------------------------------------------------------
+
+
+def test_reopen_keeps_everything(tmp_path: Path) -> None:
+    path = tmp_path / "deep" / "er" / "fresh.sqlite"  # parent directories are created
+    with SQLiteStore(str(path)) as store:
+        store.put_many([full_page(), page(1, next_due=3.0)])
+        store.put_site(SiteState("example.com", visits=3, refresh_secs=60.0))
+        store.mark_in_flight([page(1).key], 9.0)
+        store.put(page(2))
+        store.delete(page(2).key)
+    with SQLiteStore(path) as store:
+        got = store.get(full_page().key)
+        expected = full_page()
+        assert got is not None
+        expected.doc_id = got.doc_id
+        assert got == expected
+        assert store.counts()[Status.IN_FLIGHT] == 1
+        assert store.get_site("example.com") == SiteState(
+            "example.com", visits=3, refresh_secs=60.0
+        )
+        store.put(page(3))
+        assert store.get(page(3).key).doc_id == 4  # type: ignore[union-attr]  # 3 was used
+
+
+def test_wal_mode_and_pragmas(tmp_path: Path) -> None:
+    path = tmp_path / "fresh.sqlite"
+    with SQLiteStore(path, synchronous="full", cache_size_kib=1024, pragmas={"mmap_size": 0}):
+        conn = raw(path)
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        conn.close()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"batch_size": 0}, "batch_size"),
+        ({"synchronous": "sometimes"}, "synchronous"),
+        ({"pragmas": {"x; DROP TABLE pages": 1}}, "PRAGMA name"),
+        ({"pragmas": {"mmap_size": "1; DROP TABLE pages"}}, "number or a keyword"),
+    ],
+)
+def test_bad_options(tmp_path: Path, kwargs: dict[str, object], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        SQLiteStore(tmp_path / "fresh.sqlite", **kwargs)  # type: ignore[arg-type]
+
+
+def test_in_memory_database() -> None:
+    with SQLiteStore(":memory:") as store:
+        store.put(page(1))
+        assert len(store) == 1
+
+
+def test_directory_path(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match=r"is a directory; expected a file path"):
+        SQLiteStore(tmp_path)
+
+
+def test_not_an_sqlite_file(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_bytes(b"these are not the pages you are looking for\n" * 100)
+    with pytest.raises(StoreError, match=r"notes.txt.*is not an SQLite database"):
+        SQLiteStore(path)
+    assert path.read_bytes().startswith(b"these are not")  # left alone
+
+
+def test_another_applications_database(tmp_path: Path) -> None:
+    path = tmp_path / "other.sqlite"
+    conn = raw(path)
+    conn.execute("CREATE TABLE customers (id INTEGER PRIMARY KEY)")
+    conn.close()
+    with pytest.raises(StoreError, match=r"not a scrapy_fresh store.*customers"):
+        SQLiteStore(path)
+
+
+def test_empty_file_becomes_a_store(tmp_path: Path) -> None:
+    path = tmp_path / "empty.sqlite"
+    path.touch()
+    with SQLiteStore(path) as store:
+        store.put(page(1))
+    with SQLiteStore(path) as store:
+        assert len(store) == 1
+
+
+@pytest.mark.parametrize(
+    ("version", "hint"),
+    [(SCHEMA_VERSION + 1, "newer scrapy_fresh"), (0, "no migration")],
+)
+def test_schema_version_mismatch(tmp_path: Path, version: int, hint: str) -> None:
+    path = tmp_path / "fresh.sqlite"
+    SQLiteStore(path).close()
+    conn = raw(path)
+    conn.execute(f"PRAGMA user_version = {version}")
+    conn.close()
+    with pytest.raises(SchemaVersionError) as info:
+        SQLiteStore(path)
+    message = str(info.value)
+    assert str(path) in message
+    assert f"schema version {version}," in message
+    assert f"reads version {SCHEMA_VERSION}" in message
+    assert hint in message
+
+
+def test_migration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "fresh.sqlite"
+    with SQLiteStore(path) as store:
+        store.put(page(1))
+    monkeypatch.setattr(sqlite_module, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
+    monkeypatch.setattr(
+        sqlite_module,
+        "_MIGRATIONS",
+        {SCHEMA_VERSION: ("CREATE TABLE migrated (x INTEGER)",)},
+    )
+    with SQLiteStore(path) as store:
+        assert len(store) == 1
+    conn = raw(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION + 1
+    assert conn.execute("SELECT count(*) FROM migrated").fetchone()[0] == 0
+    conn.close()
+
+
+# -- layout ------------------------------------------------------------------------------------
+
+
+def test_columns_cover_every_field() -> None:
+    columns = [c.replace("host_id", "host") for c in sqlite_module._PAGE_COLUMNS]
+    assert columns == [f.name for f in fields(PageState)]
+
+
+def test_compact_plain_columns(tmp_path: Path) -> None:
+    path = tmp_path / "fresh.sqlite"
+    with SQLiteStore(path) as store:
+        store.put(full_page())
+        store.put(page(1, fingerprint=1 << 63))
+    conn = raw(path)
+    row = conn.execute(
+        "SELECT typeof(key), length(key), typeof(url), typeof(host_id), typeof(status), "
+        "typeof(request), typeof(past_updates), typeof(future_updates) FROM pages "
+        "WHERE key = ?",
+        (bytes.fromhex(full_page().key),),
+    ).fetchone()
+    assert row == ("blob", 20, "text", "integer", "integer", "text", "text", "text")
+    assert conn.execute("SELECT min(fingerprint) FROM pages").fetchone()[0] == -(1 << 63)
+    # Nothing but the 20-byte keys is a BLOB: no pickles anywhere.
+    for table in ("pages", "hosts", "sites", "status_counts"):
+        names = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
+        for name in names:
+            kinds = {r[0] for r in conn.execute(f"SELECT DISTINCT typeof({name}) FROM {table}")}
+            assert "blob" not in kinds or (table, name) == ("pages", "key")
+    view = conn.execute("SELECT key, status, fingerprint FROM pages_view WHERE doc_id = 2")
+    assert view.fetchone() == (page(1).key, "queued", "8000000000000000")
+    conn.close()
+
+
+def test_queries_use_the_indexes(tmp_path: Path) -> None:
+    path = tmp_path / "fresh.sqlite"
+    with SQLiteStore(path) as store:
+        store.put_many(page(n, next_due=float(n % 3)) for n in range(200))
+    conn = raw(path)
+
+    def plan(sql: str, *args: object) -> str:
+        return " | ".join(r[3] for r in conn.execute(f"EXPLAIN QUERY PLAN {sql}", args))
+
+    due = plan(
+        f"{sqlite_module._SELECT_PAGES} WHERE status IN (0, 1) AND next_due <= ? "
+        "ORDER BY next_due, key LIMIT ?",
+        1.0,
+        10,
+    )
+    assert "USING INDEX pages_due" in due
+    assert "TEMP B-TREE" not in due  # no sort: the index gives the order
+    assert "pages_due" in plan("SELECT min(next_due) FROM pages WHERE status IN (0, 1)")
+    assert "pages_in_flight" in plan(
+        "UPDATE pages SET status = 0 WHERE status = 2 AND (in_flight_since < ? "
+        "OR in_flight_since IS NULL)",
+        1.0,
+    )
+    conn.close()
+
+
+def test_status_counts_match_the_table(tmp_path: Path) -> None:
+    path = tmp_path / "fresh.sqlite"
+    with SQLiteStore(path) as store:
+        store.put_many(page(n, status=list(Status)[n % 4]) for n in range(100))
+        store.put_many(page(n, status=Status.IDLE) for n in range(0, 100, 3))
+        store.mark_in_flight([page(n).key for n in range(0, 100, 5)], 1.0)
+        store.release_in_flight(older_than=2.0)
+        for n in range(0, 100, 7):
+            store.delete(page(n).key)
+        counts = store.counts()
+    conn = raw(path)
+    codes = {v: k for k, v in sqlite_module.STATUS_CODES.items()}
+    actual = dict.fromkeys(Status, 0)
+    for code, n in conn.execute("SELECT status, count(*) FROM pages GROUP BY status"):
+        actual[codes[code]] = n
+    assert counts == actual
+    conn.close()
+
+
+# -- batching, transactions, concurrency ----------------------------------------------------
+
+
+def committed(path: Path) -> int:
+    conn = raw(path)
+    try:
+        n: int = conn.execute("SELECT count(*) FROM pages").fetchone()[0]
+        return n
+    finally:
+        conn.close()
+
+
+def test_batch_size_and_flush(tmp_path: Path) -> None:
+    path = tmp_path / "fresh.sqlite"
+    with SQLiteStore(path, batch_size=10) as store:
+        for n in range(9):
+            store.put(page(n))
+        assert store.pending == 9
+        assert len(store) == 9  # this connection sees its own writes
+        assert committed(path) == 0  # others do not, yet
+        store.put(page(9))  # the 10th record commits the batch
+        assert store.pending == 0
+        assert committed(path) == 10
+        store.put(page(10))
+        store.flush()
+        assert committed(path) == 11
+        store.put(page(11))
+    assert committed(path) == 12  # close commits
+
+
+def test_default_commits_every_call(tmp_path: Path) -> None:
+    path = tmp_path / "fresh.sqlite"
+    with SQLiteStore(path) as store:
+        store.put(page(1))
+        assert committed(path) == 1
+        store.mark_in_flight([page(1).key], 1.0)
+        store.put_site(SiteState("example.com"))
+        assert store.pending == 0
+
+
+def test_failed_call_keeps_earlier_pending_writes(tmp_path: Path) -> None:
+    path = tmp_path / "fresh.sqlite"
+    with SQLiteStore(path, batch_size=100) as store:
+        store.put(page(1))
+        store.put(page(2, doc_id=50))
+        with pytest.raises(StoreError, match="doc_id"):
+            store.put_many([page(3), page(4, doc_id=50)])
+        assert store.pending == 2
+        store.put_many([page(5)])
+    with SQLiteStore(path) as store:
+        assert sorted(s.url for s in store.iterate()) == sorted(page(n).url for n in (1, 2, 5))
+
+
+def test_failed_call_in_a_new_transaction_is_rolled_back(tmp_path: Path) -> None:
+    path = tmp_path / "fresh.sqlite"
+    with SQLiteStore(path) as store:
+        store.put(page(1, doc_id=5))
+        bad = PageState(key=page(3).key, url=page(3).url, host="new-host.example")
+        with pytest.raises(StoreError, match="doc_id"):
+            store.put_many([bad, page(4, doc_id=5)])
+        store.put(bad.__class__(key=bad.key, url=bad.url, host="new-host.example"))
+        got = store.get(bad.key)
+        assert got is not None
+        assert got.host == "new-host.example"  # the host cache forgot the undone insert
+    assert committed(path) == 2
+
+
+def test_readers_see_committed_writes(tmp_path: Path) -> None:
+    path = tmp_path / "fresh.sqlite"
+    with SQLiteStore(path) as writer, SQLiteStore(path) as reader:
+        writer.put_many([page(1), page(2)])
+        assert len(reader) == 2
+        assert reader.get(page(1).key) is not None
+        writer.put(page(1, next_due=7.0, host="other.example"))
+        got = reader.get(page(1).key)
+        assert got is not None
+        assert (got.next_due, got.host) == (7.0, "other.example")
+
+
+def test_second_writer_gets_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "fresh.sqlite"
+    with SQLiteStore(path, batch_size=100) as first:
+        first.put(page(1))  # holds the write lock until it commits
+        second = SQLiteStore(path, timeout=0.05)
+        with pytest.raises(StoreError, match="write lock"):
+            second.put(page(2))
+        first.flush()
+        second.put(page(2))
+        second.close()
+
+
+def test_repr(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "fresh.sqlite")
+    assert "0 pending" in repr(store)
+    store.close()
+    assert "closed" in repr(store)
+
+
+def test_damaged_file(tmp_path: Path) -> None:
+    path = tmp_path / "fresh.sqlite"
+    with SQLiteStore(path) as store:
+        store.put_many(page(n, etag="x" * 200) for n in range(3000))
+    data = bytearray(path.read_bytes())
+    for offset in range(8192, len(data), 4096):  # scribble over every page but the first two
+        data[offset + 10 : offset + 60] = b"\xff" * 50
+    path.write_bytes(bytes(data))
+    stores = []
+    with pytest.raises(StoreError, match=r"fresh.sqlite.*malformed"):  # noqa: PT012
+        stores.append(SQLiteStore(path))  # may already fail here
+        list(stores[0].iterate())
+    for store in stores:
+        store.close()

@@ -113,7 +113,7 @@ class FreshConfig:
     max_refresh_secs: float = 30 * 86400.0
     pc_lower: float = 0.3
     pc_upper: float = 0.7
-    pc_decay: float = 0.1
+    pc_half_life_visits: float = 10.0
     providers: dict[str, Provider] = field(default_factory=dict)
     drop_unchanged_items: bool = False
     fingerprint_fields: tuple[str, ...] | None = None
@@ -165,7 +165,7 @@ class FreshConfig:
             max_refresh_secs=_number(settings, "FRESH_MAX_REFRESH_SECS", low=0.0, low_open=True),
             pc_lower=_number(settings, "FRESH_PC_LOWER", low=0.0, low_open=True, high=1.0),
             pc_upper=_number(settings, "FRESH_PC_UPPER", low=0.0, low_open=True, high=1.0),
-            pc_decay=_number(settings, "FRESH_PC_DECAY", low=0.0, low_open=True, high=1.0),
+            pc_half_life_visits=_number(settings, "FRESH_PC_HALF_LIFE_VISITS", low=0.0),
             providers=_providers(settings),
             drop_unchanged_items=settings.getbool(
                 "FRESH_DROP_UNCHANGED_ITEMS", default_settings.FRESH_DROP_UNCHANGED_ITEMS

@@ -36,8 +36,8 @@ FRESH_NEW_URL_SHARE = 0.2
 FRESH_PC_LOWER = 0.3
 #: Degree-of-success band of Sharma & Dixit: p_g.
 FRESH_PC_UPPER = 0.7
-#: Weight of the newest visit in the decayed p_c (1.0 disables fading: plain changes/visits).
-FRESH_PC_DECAY = 0.1
+#: Visits after which an old visit counts half in p_c (0 never fades: plain changes/visits).
+FRESH_PC_HALF_LIFE_VISITS = 10.0
 #: Provider level per domain: {"example.com": "smart"}; subdomains inherit.
 FRESH_PROVIDERS: dict[str, str] = {}
 #: Aging factor alpha of Xu et al. eq. 6 (weight of the last cycle's accesses).

@@ -27,6 +27,7 @@ from scrapy_fresh.fingerprint import changed as fingerprint_changed
 from scrapy_fresh.frontier.frontier import Stream
 from scrapy_fresh.frontier.revisit import Outcome, RevisitPolicy, record_visit
 from scrapy_fresh.frontier.scoring import ScoreParams
+from scrapy_fresh.policy.refresh import decay_for_half_life
 from scrapy_fresh.store.base import PageState, SiteState, StateStore
 from scrapy_fresh.validators import HostChecks, parse_content_length, parse_http_date
 
@@ -110,10 +111,10 @@ def _check_store_choice(config: FreshConfig) -> None:
             ) from exc
 
 
-def _decay(pc_decay: float) -> float:
-    """:setting:`FRESH_PC_DECAY` is the weight of the newest visit; record_visit wants the
-    factor kept of the old counts. 1.0 means no fading (plain changes / visits)."""
-    return 1.0 if pc_decay >= 1.0 else 1.0 - pc_decay
+def _decay(half_life_visits: float) -> float:
+    """The factor record_visit keeps of old counts per visit, from
+    :setting:`FRESH_PC_HALF_LIFE_VISITS`; 0 means no fading (plain changes / visits)."""
+    return 1.0 if half_life_visits <= 0 else decay_for_half_life(half_life_visits)
 
 
 def header(headers: Any, name: str) -> str | None:
@@ -186,7 +187,7 @@ class FreshRuntime:
             min_refresh_secs=config.min_refresh_secs,
             max_refresh_secs=config.max_refresh_secs,
             default_refresh_secs=config.default_refresh_secs,
-            decay=_decay(config.pc_decay),
+            decay=_decay(config.pc_half_life_visits),
             error_backoff_secs=config.error_backoff_secs,
             gone_confirmations=config.gone_confirmations,
         )

@@ -234,6 +234,19 @@ class StoreContract:
         assert got.past_updates == [float(t) for t in range(100 - MAX_PAST_UPDATES + 1, 101)]
         assert got.future_updates == [(float(t), 0.5) for t in range(1, MAX_FUTURE_UPDATES + 1)]
 
+    def test_lists_are_normalised(self, store: StateStore) -> None:
+        state = page(5)
+        state.past_updates = [3, 1, 2]  # type: ignore[list-item]  # ints, unsorted
+        state.future_updates = [[9, 1], (4, 0)]  # type: ignore[list-item]
+        store.put(state)
+        got = store.get(state.key)
+        assert got is not None
+        assert got.past_updates == [1.0, 2.0, 3.0]
+        assert all(type(t) is float for t in got.past_updates)
+        assert got.future_updates == [(4.0, 0.0), (9.0, 1.0)]
+        assert all(type(u) is tuple for u in got.future_updates)
+        assert replace(got) == got  # what PageState() itself would build
+
     def test_request_is_json(self, store: StateStore) -> None:
         state = page(6, request={"meta": {"pair": (1, 2), "big": 1 << 70, "f": 1.0, "i": 1}})
         store.put(state)

@@ -106,6 +106,8 @@ class PageState:
     future_updates: list[tuple[float, float]] = field(default_factory=list)
     request: dict[str, Any] = field(default_factory=dict)
 
+    # SQLiteStore rebuilds records it checked and normalised itself without calling
+    # __init__ (sqlite._decode): keep __post_init__ to checks and normalisation.
     def __post_init__(self) -> None:
         self.status = Status(self.status)
         self.provider = Provider(self.provider)

@@ -34,12 +34,12 @@ from scrapy_fresh.store._checks import (
     check_time,
 )
 from scrapy_fresh.store.base import (
-    MAX_FUTURE_UPDATES,
-    MAX_PAST_UPDATES,
     PageState,
     Provider,
     SiteState,
     Status,
+    _bounded_future,
+    _bounded_past,
 )
 
 if TYPE_CHECKING:
@@ -199,7 +199,8 @@ _SCHEMA = (
 _MIGRATIONS: dict[int, tuple[str, ...]] = {}
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
-_loads = json.loads
+_raw_decode = json.JSONDecoder().raw_decode  # our JSON has no surrounding whitespace
+_new_object = object.__new__
 
 
 def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
@@ -525,12 +526,9 @@ class SQLiteStore:
     def _encode(self, conn: sqlite3.Connection, s: PageState) -> tuple[Any, ...]:
         check_state(s)
         fp = s.fingerprint
-        past = s.past_updates
-        if len(past) > MAX_PAST_UPDATES:
-            past = sorted(past)[-MAX_PAST_UPDATES:]
-        future = s.future_updates
-        if len(future) > MAX_FUTURE_UPDATES:
-            future = sorted(future)[:MAX_FUTURE_UPDATES]
+        # Normalised as PageState() does, so that _decode can skip its __init__.
+        past = _bounded_past(s.past_updates) if s.past_updates else None
+        future = _bounded_future(s.future_updates) if s.future_updates else None
         host_id = self._host_ids.get(s.host)
         return (
             bytes.fromhex(s.key),
@@ -568,35 +566,39 @@ class SQLiteStore:
          change_rate, errors, fp, etag, last_modified, content_length, access_count,
          past, future, request) = row  # fmt: skip
         host = self._host_names.get(host_id)
-        return PageState(
-            key.hex(),
-            url,
-            self._host_name(conn, host_id) if host is None else host,
-            doc_id,
-            _STATUSES[status],
-            _PROVIDERS[provider],
-            first_seen,
-            last_crawl,
-            next_due,
-            in_flight_since,
-            refresh_secs,
-            p_l,
-            p_g,
-            visits,
-            changes,
-            p_c,
-            change_bucket,
-            change_rate,
-            errors,
-            fp + _U64 if fp is not None and fp < 0 else fp,
-            etag,
-            last_modified,
-            content_length,
-            access_count,
-            _loads(past) if past else [],
-            _loads(future) if future else [],
-            _loads(request) if request else {},
+        # Rows were checked and normalised by _encode, so the record is built without
+        # PageState.__init__ (its checks and sorting took 60% of due()).
+        state: PageState = _new_object(PageState)
+        state.__dict__.update(
+            key=key.hex(),
+            url=url,
+            host=self._host_name(conn, host_id) if host is None else host,
+            doc_id=doc_id,
+            status=_STATUSES[status],
+            provider=_PROVIDERS[provider],
+            first_seen=first_seen,
+            last_crawl=last_crawl,
+            next_due=next_due,
+            in_flight_since=in_flight_since,
+            refresh_secs=refresh_secs,
+            p_l=p_l,
+            p_g=p_g,
+            visits=visits,
+            changes=changes,
+            p_c=p_c,
+            change_bucket=change_bucket,
+            change_rate=change_rate,
+            errors=errors,
+            fingerprint=fp + _U64 if fp is not None and fp < 0 else fp,
+            etag=etag,
+            last_modified=last_modified,
+            content_length=content_length,
+            access_count=access_count,
+            past_updates=_raw_decode(past)[0] if past else [],
+            future_updates=[(t, p) for t, p in _raw_decode(future)[0]] if future else [],
+            request=_raw_decode(request)[0] if request else {},
         )
+        return state
 
     # -- records ---------------------------------------------------------------
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from scrapy_fresh.store.base import Provider, Status
@@ -42,6 +43,13 @@ _FLOAT_FIELDS = (
 )
 _INT_FIELDS = ("doc_id", "visits", "changes", "errors", "content_length", "access_count")
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
+_U64 = 1 << 64
+_main = attrgetter(
+    "key", "url", "host", "status", "provider", "fingerprint", "change_bucket",
+    "content_length", "request",
+)  # fmt: skip
+_ints = attrgetter("doc_id", "visits", "changes", "errors", "access_count")
+_floats = attrgetter(*_FLOAT_FIELDS)
 _JSON_SCALARS = (str, int, float, bool, type(None))
 
 
@@ -70,12 +78,40 @@ def check_limit(limit: int) -> int:
 
 
 def check_state(state: PageState) -> None:
-    """Raise ValueError if ``state`` holds a value that no backend can store faithfully.
+    """Raise ValueError or TypeError if ``state`` holds a value no backend can store faithfully.
 
     :class:`~scrapy_fresh.store.base.PageState` checks its fields when it is built;
     this repeats the checks that attribute assignments after construction could break,
     rejects integers beyond 64 bits and NaN times and rates (SQLite stores NaN as NULL).
     """
+    # One quick pass for the usual, valid record; _explain() finds what is wrong.
+    key, url, host, status, provider, fp, bucket, content_length, request = _main(state)
+    if not (
+        isinstance(key, str)
+        and _KEY_RE.fullmatch(key) is not None
+        and isinstance(url, str)
+        and isinstance(host, str)
+        and status in _STATUS_VALUES
+        and provider in _PROVIDER_VALUES
+        and (fp is None or 0 <= fp < _U64)
+        and 0 <= bucket <= 255
+        and (content_length is None or _I64_MIN <= content_length <= _I64_MAX)
+        and isinstance(request, dict)
+    ):
+        _explain(state)
+    doc_id, *counts = _ints(state)
+    if not 0 <= doc_id <= _I64_MAX:
+        _explain(state)
+    for value in counts:
+        if not _I64_MIN <= value <= _I64_MAX:
+            _explain(state)
+    for value in _floats(state):
+        if value != value:  # noqa: PLR0124  # NaN (None == None)
+            _explain(state)
+
+
+def _explain(state: PageState) -> None:
+    """Raise the error that says what is wrong with ``state``."""
     check_key(state.key)
     if not isinstance(state.url, str) or not isinstance(state.host, str):
         raise TypeError(

@@ -24,6 +24,7 @@ setup(
     # when importable). optional=True: without a C compiler the install still succeeds
     # and fingerprint.py computes the same answers with NumPy.
     ext_modules=[Extension("scrapy_fresh._speedups", ["scrapy_fresh/_speedups.c"], optional=True)],
+    entry_points={"console_scripts": ["scrapy-fresh = scrapy_fresh.commands:main"]},
     python_requires=">=3.10",
     install_requires=[
         "scrapy>=2.13",
@@ -41,6 +42,7 @@ setup(
             "hypothesis>=6.100",
             "redis>=5",
             "scrapy-redis>=0.9",
+            "matplotlib>=3.7",
         ],
         "docs": ["sphinx>=7"],
         "plots": ["matplotlib>=3.7"],

@@ -71,9 +71,14 @@ def _method_name(func: Any, spider: Spider | None) -> str | None:
     return None
 
 
-def request_info(request: Request, spider: Spider | None) -> dict[str, Any]:
-    """Return the JSON-safe data :func:`rebuild_request` needs to fetch ``request`` again."""
-    info: dict[str, Any] = {"url": request.url}
+def request_info(
+    request: Request, spider: Spider | None, record_url: str | None = None
+) -> dict[str, Any]:
+    """Return the JSON-safe data :func:`rebuild_request` needs to fetch ``request`` again.
+
+    The URL is left out when it is ``record_url``, the URL the record keeps anyway.
+    """
+    info: dict[str, Any] = {} if request.url == record_url else {"url": request.url}
     if request.method != "GET":
         info["method"] = request.method
     callback = _method_name(request.callback, spider)

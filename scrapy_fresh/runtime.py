@@ -42,6 +42,9 @@ __all__ = ["OUTCOME_STATS", "FreshRuntime", "Lease", "build_store", "resolve_sql
 logger = logging.getLogger(__name__)
 
 #: The stat each outcome increments.
+#: New records written to the store in one call (see :meth:`FreshRuntime.add_new`).
+NEW_RECORD_BATCH = 512
+
 OUTCOME_STATS = {
     Outcome.NEW: "fresh/new",
     Outcome.CHANGED: "fresh/changed",
@@ -52,8 +55,8 @@ OUTCOME_STATS = {
 }
 
 _REDIS_MISSING = (
-    "FRESH_STORE ('redis') is not available yet; use 'sqlite' (one machine) or 'memory', "
-    "or the import path of your own StateStore class."
+    "FRESH_STORE ('redis') needs the redis and scrapy-redis packages ({exc}); install "
+    "scrapy_fresh with its 'redis' extra, or use 'sqlite' (one machine)."
 )
 
 _RUNTIMES: weakref.WeakKeyDictionary[Crawler, FreshRuntime] = weakref.WeakKeyDictionary()
@@ -80,7 +83,13 @@ def build_store(config: FreshConfig, crawler: Crawler) -> StateStore:
 
         return SQLiteStore(resolve_sqlite_path(config.sqlite_path))
     if config.store == "redis":
-        raise ConfigError(_REDIS_MISSING)
+        from scrapy_fresh.frontier.redis_frontier import open_redis_store
+
+        prefix = config.redis_key % {"spider": getattr(crawler.spidercls, "name", "spider")}
+        params = ScoreParams(
+            alpha=config.priority_alpha, beta=config.priority_beta, s=config.priority_window_cycles
+        )
+        return open_redis_store(crawler.settings, prefix, params)
     try:
         factory = load_object(config.store)
     except (ImportError, AttributeError, NameError, ValueError) as exc:
@@ -100,7 +109,11 @@ def build_store(config: FreshConfig, crawler: Crawler) -> StateStore:
 def _check_store_choice(config: FreshConfig) -> None:
     """Fail at start-up on a store that can never be built (before anything is opened)."""
     if config.store == "redis":
-        raise ConfigError(_REDIS_MISSING)
+        try:
+            import redis  # noqa: F401
+            import scrapy_redis  # noqa: F401
+        except ImportError as exc:
+            raise ConfigError(_REDIS_MISSING.format(exc=exc)) from exc
     if config.store not in ("memory", "sqlite"):
         try:
             load_object(config.store)
@@ -197,6 +210,8 @@ class FreshRuntime:
             s=config.priority_window_cycles,
         )
         self._store: StateStore | None = None
+        #: New records not written yet (see :meth:`add_new`), by key.
+        self.new_records: dict[str, PageState] = {}
         self.leases: dict[str, Lease] = {}
         self.hosts: dict[str, HostChecks] = {}
         #: Pages that answered 200 to matching validators in this run.
@@ -208,6 +223,10 @@ class FreshRuntime:
         self.pipeline_enabled = False
         self.visit_listeners: list[Callable[[PageState], None]] = []
         self.host_listeners: list[Callable[[str], None]] = []
+        #: Called with the queued new records the store knew already (see flush_new).
+        self.known_listeners: list[Callable[[list[PageState]], None]] = []
+        #: Called with (record, outcome, now) after each visit is recorded (the visit log).
+        self.outcome_listeners: list[Callable[[PageState, Outcome, float], None]] = []
         _check_store_choice(config)
 
     @classmethod
@@ -234,8 +253,56 @@ class FreshRuntime:
     def store_opened(self) -> bool:
         return self._store is not None
 
+    def add_new(self, state: PageState) -> None:
+        """Queue a new record for the store; it is written with up to
+        :data:`NEW_RECORD_BATCH` others in one call.
+
+        Written at the latest before any visit is recorded (:meth:`flush_new`), so the
+        links a page yields are in the store before the page's own visit is: a crawl
+        killed in between fetches the page again and finds them again.
+
+        """
+        self.new_records[state.key] = state
+        if len(self.new_records) >= NEW_RECORD_BATCH:
+            self.flush_new()
+
+    def flush_new(self) -> bool:
+        """Write the queued new records; return False (keeping them) if the store failed."""
+        if not self.new_records:
+            return True
+        records = list(self.new_records.values())
+        try:
+            added = set(self.store.add_many(records))
+        except StoreError as exc:
+            self.store_error(f"add {len(records)} new records to", exc)
+            return False
+        except (ValueError, TypeError):  # a record the store cannot take: find it
+            added = set()
+            for record in records:
+                try:
+                    added.update(self.store.add_many([record]))
+                except (ValueError, TypeError) as exc:  # noqa: PERF203  # rare path
+                    self.store_error("add", exc, record.url)
+                    self.leases.pop(record.key, None)  # not fetched: it could not be recorded
+                    added.add(record.key)
+                except StoreError as exc:
+                    self.store_error("add", exc, record.url)
+                    return False
+        self.new_records.clear()
+        if len(added) < len(records):
+            known = [r for r in records if r.key not in added]
+            for listener in list(self.known_listeners):
+                listener(known)
+        return True
+
+    def get_state(self, key: str) -> PageState | None:
+        """The record of ``key``: a queued new one, else the store's (which may raise)."""
+        state = self.new_records.get(key)
+        return state if state is not None else self.store.get(key)
+
     def close_store(self) -> None:
         if self._store is not None:
+            self.flush_new()
             try:
                 self._store.flush()
             finally:
@@ -281,8 +348,9 @@ class FreshRuntime:
         lease = self.leases.pop(key, None)
         if lease is None:
             return None
+        self.flush_new()  # the links this page yielded go in before its visit
         try:
-            state = self.store.get(key)
+            state = self.get_state(key)
         except StoreError as exc:
             self.store_error("read", exc, lease.url)
             return None
@@ -313,6 +381,8 @@ class FreshRuntime:
         )
         for listener in list(self.visit_listeners):
             listener(state)
+        for outcome_listener in list(self.outcome_listeners):
+            outcome_listener(state, outcome, now)
 
     def record_outcome(
         self,

@@ -149,6 +149,7 @@ class FreshScheduler(BaseScheduler):
         released = store.release_in_flight()
         self._opened = True
         self.runtime.visit_listeners.append(self._on_visit)
+        self.runtime.known_listeners.append(self._resolve_known)
         self.runtime.host_listeners.append(self._release)
         signals_ = self.crawler.signals
         signals_.connect(self._spider_idle, signal=signals.spider_idle)
@@ -279,12 +280,20 @@ class FreshScheduler(BaseScheduler):
         if lease is not None and lease.handed:
             runtime.stat("fresh/requests/skipped_in_flight")
             return False
+        if lease is None and key not in runtime.new_records:
+            # Not seen in this run: taken as new without asking the store, which is
+            # asked for a whole batch at once when the new records are written; the
+            # ones it knows already are then sorted out (_resolve_known).
+            info = request_info(request, self.crawler.spider, request.url)
+            return self._add_new(request, key, host, info, provider, _accesses(request.meta), now)
         try:
-            state = runtime.store.get(key)
+            state = runtime.get_state(key)
         except StoreError as exc:
             runtime.store_error("read", exc, request.url)
             state = None
-        info = request_info(request, self.crawler.spider)
+        info = request_info(
+            request, self.crawler.spider, request.url if state is None else state.url
+        )
         accesses = _accesses(request.meta)
         if lease is not None:  # due, waiting in the frontier
             lease.request = request  # the spider's own request replaces the rebuilt one
@@ -350,13 +359,7 @@ class FreshScheduler(BaseScheduler):
         if admit:
             state.status = Status.IN_FLIGHT
             state.in_flight_since = now
-        try:
-            added = self.runtime.store.add_many([state])
-        except (StoreError, ValueError, TypeError) as exc:
-            self.runtime.store_error("add", exc, request.url)
-            return self._enqueue_plain(request)
-        if not added:
-            return False
+        self.runtime.add_new(state)
         if not admit:
             self.runtime.stat("fresh/requests/over_budget")
             return False
@@ -364,6 +367,68 @@ class FreshScheduler(BaseScheduler):
             state, Stream.NEW, priority_score(state, now, self.runtime.score_params), now, request
         )
         return True
+
+    def _resolve_known(self, records: list[PageState]) -> None:
+        """Sort out queued new records whose URL the store knew already.
+
+        Their requests were taken as new (see :meth:`_enqueue_managed`); now each is
+        treated as a known URL: kept if its record is due (and within the budget),
+        dropped otherwise (``request_dropped`` is sent, as Scrapy does for a request
+        its scheduler refuses). The store's record gets the request's meta, provider
+        and popularity either way.
+        """
+        runtime = self.runtime
+        try:
+            stored = runtime.store.get_many(r.key for r in records)
+        except StoreError as exc:
+            runtime.store_error("read known records from", exc)
+            return  # their requests go out as new ones: nothing is lost
+        now = self._now
+        dirty: list[PageState] = []
+        for record in records:
+            state = stored.get(record.key)
+            if state is None:
+                continue
+            accesses = record.access_count or None
+            changed = _update(state, record.request, record.provider, accesses)
+            lease = runtime.leases.get(record.key)
+            if lease is None or lease.handed:
+                if changed:
+                    dirty.append(state)
+                continue
+            if self._budget_left is not None and not self._continuous:
+                self._budget_left += 1  # the unit taken for it as a new URL
+            if state.next_due <= now and state.status in _DUE_STATUSES and self._may_admit(state):
+                state.status = Status.IN_FLIGHT
+                state.in_flight_since = now
+                dirty.append(state)
+                self._relabel(lease, state, now)
+                continue
+            if changed:
+                dirty.append(state)
+            runtime.leases.pop(record.key, None)
+            self.frontier.discard(record.key)
+            due = state.next_due <= now and state.status in _DUE_STATUSES
+            runtime.stat("fresh/requests/over_budget" if due else "fresh/requests/skipped_not_due")
+            if lease.request is not None:
+                self.crawler.signals.send_catch_log(
+                    signals.request_dropped, request=lease.request, spider=self.crawler.spider
+                )
+        if dirty:
+            try:
+                runtime.store.put_many(dirty)
+            except StoreError as exc:
+                runtime.store_error("update known records in", exc)
+
+    def _relabel(self, lease: Lease, state: PageState, now: float) -> None:
+        """Give a lease taken for a new URL what its known record says."""
+        lease.stream = Stream.NEW if state.last_crawl is None else Stream.REFRESH
+        lease.score = priority_score(state, now, self.runtime.score_params)
+        lease.visited = state.last_crawl is not None
+        lease.etag, lease.last_modified = state.etag, state.last_modified
+        lease.content_length = state.content_length
+        if self.frontier.discard(lease.key):
+            self.frontier.push(lease.key, lease.host, lease.score, lease.stream, now)
 
     def _may_admit(self, state: PageState) -> bool:
         """Cycle budget: re-crawls were chosen at open; new URLs share what is left."""
@@ -495,6 +560,8 @@ class FreshScheduler(BaseScheduler):
 
     def _pop(self, now: float) -> Request | None:
         leases = self.runtime.leases
+        if self.runtime.new_records:
+            self.runtime.flush_new()  # known URLs among them are sorted out first
         while True:
             popped = self.frontier.pop(now)
             if popped is None:
@@ -525,7 +592,7 @@ class FreshScheduler(BaseScheduler):
 
     def _rebuild(self, lease: Lease) -> Request | None:
         try:
-            state = self.runtime.store.get(lease.key)
+            state = self.runtime.get_state(lease.key)
         except StoreError as exc:
             self.runtime.store_error("read", exc, lease.url)
             state = None

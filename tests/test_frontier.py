@@ -130,3 +130,16 @@ def test_every_page_once_and_politeness_always_holds(pages, delay, share):
 def test_bad_share_is_rejected():
     with pytest.raises(ValueError, match="new_share"):
         Frontier(new_share=1.5)
+
+
+def test_a_page_queued_again_after_discard_is_popped_once_with_its_new_score():
+    frontier = Frontier()
+    frontier.push("a", "h", 1.0, Stream.REFRESH, 0.0)
+    frontier.push("b", "h", 5.0, Stream.REFRESH, 0.0)
+    assert frontier.discard("a")
+    assert frontier.push("a", "h", 9.0, Stream.REFRESH, 0.0)
+    popped = []
+    while (p := frontier.pop(0.0)) is not None:
+        popped.append((p.key, p.score))
+    assert popped == [("a", 9.0), ("b", 5.0)]
+    assert len(frontier) == 0

@@ -62,11 +62,12 @@ class _StreamQueues:
         self.size = 0
         self._counter = counter
 
-    def push(self, key: str, host: str, score: float, politeness: Politeness, now: float) -> None:
+    def push(self, key: str, host: str, score: float, politeness: Politeness, now: float,
+             seq: int) -> None:
         queue = self.hosts.get(host)
         if queue is None:
             queue = self.hosts[host] = _HostQueue()
-        heapq.heappush(queue.pages, (-score, next(self._counter), key))
+        heapq.heappush(queue.pages, (-score, seq, key))
         self.size += 1
         if queue.pages[0][2] == key:  # the host's best page changed: (re)announce the host
             self._announce(host, queue, politeness, now)
@@ -85,7 +86,7 @@ class _StreamQueues:
             if queue is not None and queue.pages:
                 self._announce(host, queue, politeness, now)
 
-    def pop(self, politeness: Politeness, now: float, live: dict[str, tuple[str, Stream]],
+    def pop(self, politeness: Politeness, now: float, live: dict[str, tuple[str, Stream, int]],
             stream: Stream) -> tuple[str, str, float] | None:
         self._promote(politeness, now)
         while self.ready:
@@ -93,7 +94,7 @@ class _StreamQueues:
             queue = self.hosts.get(host)
             if queue is None:
                 continue
-            self._drop_dead(queue, live, stream)
+            self._drop_dead(queue, live)
             if not queue.pages:
                 del self.hosts[host]
                 continue
@@ -112,12 +113,12 @@ class _StreamQueues:
             return key, host, -neg_score
         return None
 
-    def _drop_dead(self, queue: _HostQueue, live: dict[str, tuple[str, Stream]],
-                   stream: Stream) -> None:
+    def _drop_dead(self, queue: _HostQueue, live: dict[str, tuple[str, Stream, int]]) -> None:
+        """Drop the entries of discarded pages (and of pages queued again since)."""
         while queue.pages:
-            key = queue.pages[0][2]
+            _, seq, key = queue.pages[0]
             entry = live.get(key)
-            if entry is not None and entry[1] is stream:
+            if entry is not None and entry[2] == seq:
                 return
             heapq.heappop(queue.pages)
             self.size -= 1
@@ -142,7 +143,9 @@ class Frontier:
         self.new_share = new_share
         counter = itertools.count()
         self._streams = {Stream.NEW: _StreamQueues(counter), Stream.REFRESH: _StreamQueues(counter)}
-        self._live: dict[str, tuple[str, Stream]] = {}
+        self._counter = counter
+        #: key -> (host, stream, sequence number of its live heap entry)
+        self._live: dict[str, tuple[str, Stream, int]] = {}
         self.served = {Stream.NEW: 0, Stream.REFRESH: 0}
 
     def __len__(self) -> int:
@@ -153,14 +156,15 @@ class Frontier:
 
     def count(self, stream: Stream) -> int:
         """Pages queued in ``stream``."""
-        return sum(1 for _, s in self._live.values() if s is stream)
+        return sum(1 for _, s, _ in self._live.values() if s is stream)
 
     def push(self, key: str, host: str, score: float, stream: Stream, now: float) -> bool:
         """Queue ``key`` (at ``host``, priority ``score``, higher first); False if already queued."""
         if key in self._live:
             return False
-        self._live[key] = (host, stream)
-        self._streams[stream].push(key, host, score, self.politeness, now)
+        seq = next(self._counter)
+        self._live[key] = (host, stream, seq)
+        self._streams[stream].push(key, host, score, self.politeness, now, seq)
         return True
 
     def discard(self, key: str) -> bool:

@@ -112,6 +112,7 @@ _INSERT_PAGES = (
     f"INSERT INTO pages ({', '.join(_PAGE_COLUMNS)}) "
     f"VALUES ({', '.join('?' * len(_PAGE_COLUMNS))})"
 )
+_ADD_PAGES = f"{_INSERT_PAGES} ON CONFLICT (key) DO NOTHING"
 _UPSERT_PAGES = f"{_INSERT_PAGES} ON CONFLICT (key) DO UPDATE SET " + ", ".join(
     f"{c} = excluded.{c}" for c in _PAGE_COLUMNS if c not in ("key", "doc_id")
 )
@@ -647,12 +648,28 @@ class SQLiteStore:
                 fresh: dict[bytes, PageState] = {}
                 for state in chunk:
                     fresh.setdefault(bytes.fromhex(check_key(state.key)), state)
-                for part in _chunks(list(fresh), _IN_CHUNK):
-                    sql = f"SELECT key FROM pages WHERE key IN ({', '.join('?' * len(part))})"
-                    for (blob,) in conn.execute(sql, part):
-                        del fresh[blob]
+                if any(s.doc_id for s in fresh.values()):  # given doc ids: look first
+                    for part in _chunks(list(fresh), _IN_CHUNK):
+                        sql = f"SELECT key FROM pages WHERE key IN ({', '.join('?' * len(part))})"
+                        for (blob,) in conn.execute(sql, part):
+                            del fresh[blob]
+                    conn.executemany(_INSERT_PAGES, [self._encode(conn, s) for s in fresh.values()])
+                    added.extend(s.key for s in fresh.values())
+                    continue
+                # Insert and skip the keys that exist; usually all are new, which the
+                # row count shows (it leaves out the triggers' writes). Otherwise the new rows are the ones whose doc id
+                # is above the largest before the call (AUTOINCREMENT never goes back).
                 rows = [self._encode(conn, s) for s in fresh.values()]
-                conn.executemany(_INSERT_PAGES, rows)
+                top = conn.execute("SELECT max(doc_id) FROM pages").fetchone()[0] or 0
+                if conn.executemany(_ADD_PAGES, rows).rowcount < len(rows):
+                    new: set[bytes] = set()
+                    for part in _chunks(list(fresh), _IN_CHUNK):
+                        sql = (
+                            f"SELECT key FROM pages WHERE key IN ({', '.join('?' * len(part))}) "
+                            "AND doc_id > ?"
+                        )
+                        new.update(blob for (blob,) in conn.execute(sql, [*part, top]))
+                    fresh = {blob: s for blob, s in fresh.items() if blob in new}
                 added.extend(s.key for s in fresh.values())
             self._pending += len(added)
         return added

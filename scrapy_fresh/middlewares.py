@@ -55,8 +55,16 @@ class NotModified(IgnoreRequest):
     """The page did not change since the last visit; its body was not downloaded.
 
     Raised by :class:`FreshDownloaderMiddleware` after a 304 or a HEAD probe: the
-    request's callback is not called; an errback gets this exception.
+    request's callback is not called, nor its errback (a page that did not change is
+    no error), unless the request's meta has ``fresh_errback_not_modified=True``.
     """
+
+
+def _not_modified(request: Request, message: str) -> NotModified:
+    """The exception to raise for ``request``; its errback is skipped unless it opted in."""
+    if not request.meta.get("fresh_errback_not_modified"):
+        request.errback = None  # Scrapy reads it when the failure reaches the spider
+    return NotModified(message)
 
 
 def _headers(response: Response) -> dict[str, str | None]:
@@ -175,7 +183,9 @@ class FreshDownloaderMiddleware:
                 )
         if verdict is False:
             self._not_modified(request.meta, lease, None)
-            raise NotModified(f"Not modified since the last visit (HEAD): {request.url}")
+            raise _not_modified(
+                request, f"Not modified since the last visit (HEAD): {request.url}"
+            )
         if verdict is None:
             checks.head_useless += 1
         follow = request.copy()
@@ -208,7 +218,7 @@ class FreshDownloaderMiddleware:
             if sent_etag:
                 checks.etag_not_modified += 1
             self._not_modified(request.meta, lease, _headers(response))
-            raise NotModified(f"Not modified since the last visit (304): {request.url}")
+            raise _not_modified(request, f"Not modified since the last visit (304): {request.url}")
         if status == 200 and (sent_etag or sent_ims):
             etag = header(response.headers, "ETag")
             last_modified = header(response.headers, "Last-Modified")
@@ -232,6 +242,15 @@ class FreshDownloaderMiddleware:
         if lease is None:
             return
         lease.sent_etag = lease.sent_ims = None
+        if isinstance(exception, IgnoreRequest):  # robots.txt, offsite, another middleware
+            self.runtime.record_outcome(request.meta, Outcome.BLOCKED)
+            logger.debug(
+                "scrapy_fresh: %(url)s was not fetched (%(exc)s); looked at again in "
+                "FRESH_MAX_REFRESH_SECS",
+                {"url": request.url, "exc": exception},
+                extra={"spider": self.crawler.spider},
+            )
+            return
         self.runtime.record_outcome(request.meta, Outcome.ERROR)
         logger.debug(
             "scrapy_fresh: %(url)s failed (%(exc)r); it stays scheduled with back-off",

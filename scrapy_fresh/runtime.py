@@ -41,10 +41,10 @@ __all__ = ["OUTCOME_STATS", "FreshRuntime", "Lease", "build_store", "resolve_sql
 
 logger = logging.getLogger(__name__)
 
-#: The stat each outcome increments.
 #: New records written to the store in one call (see :meth:`FreshRuntime.add_new`).
 NEW_RECORD_BATCH = 512
 
+#: The stat each outcome increments.
 OUTCOME_STATS = {
     Outcome.NEW: "fresh/new",
     Outcome.CHANGED: "fresh/changed",
@@ -52,6 +52,7 @@ OUTCOME_STATS = {
     Outcome.NOT_MODIFIED: "fresh/not_modified",
     Outcome.GONE: "fresh/gone",
     Outcome.ERROR: "fresh/errors",
+    Outcome.BLOCKED: "fresh/blocked",
 }
 
 _REDIS_MISSING = (

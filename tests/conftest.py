@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -67,6 +67,7 @@ class CrawlResult:
     dropped: int
     reason: str | None
     log: str
+    errbacks: list[list[str]] = field(default_factory=list)
 
     def stat(self, name: str) -> int:
         return int(self.stats.get(name, 0))
@@ -113,7 +114,8 @@ def run_crawl(config: dict[str, Any], workdir: Path, *, timeout: float = 60.0,
 def _result(returncode: int, output: Path, log: str, check: bool) -> CrawlResult:
     data = json.loads(output.read_text()) if output.exists() else {}
     result = CrawlResult(returncode, data.get("stats", {}), data.get("items", []),
-                         data.get("dropped", 0), data.get("reason"), log)
+                         data.get("dropped", 0), data.get("reason"), log,
+                         data.get("errbacks", []))
     if check:
         assert returncode == 0, result.log[-5000:]
         assert output.exists(), result.log[-5000:]

@@ -4,11 +4,12 @@
 
 * ``settings``: Scrapy settings (the test gives FRESH_SQLITE_PATH, ADDONS or components),
 * ``start``: a list of ``{"url": ..., "callback": "parse_item" | "parse_noitem" |
-  "parse_links", "meta": {...}}`` start requests,
+  "parse_links", "errback": "on_error" (optional), "meta": {...}}`` start requests,
 * ``clock_offset``: seconds added to the clock scrapy_fresh reads (a later cycle "days
   later" without waiting),
 * ``provider``: a ``fresh_provider`` spider attribute (optional),
-* ``output``: where to write ``{"stats": ..., "items": [...], "dropped": n}`` at the end.
+* ``output``: where to write ``{"stats": ..., "items": [...], "dropped": n, "errbacks":
+  [[url, exception class name], ...]}`` at the end.
 
 The Twisted reactor cannot be restarted in one process, hence one process per crawl.
 """
@@ -51,12 +52,14 @@ class FreshTestSpider(Spider):
             self.fresh_provider = config["provider"]
         self.items: list[dict[str, Any]] = []
         self.dropped = 0
+        self.errbacks: list[list[str]] = []
 
     async def start(self) -> Any:
         for entry in self.config.get("start", []):
             yield Request(
                 entry["url"],
                 callback=getattr(self, entry.get("callback", "parse_item")),
+                errback=getattr(self, entry["errback"]) if entry.get("errback") else None,
                 meta=entry.get("meta", {}),
                 priority=entry.get("priority", 0),
             )
@@ -72,6 +75,10 @@ class FreshTestSpider(Spider):
         }
 
     def parse_noitem(self, response: Any) -> Any:
+        return []
+
+    def on_error(self, failure: Any) -> Any:
+        self.errbacks.append([failure.request.url, type(failure.value).__name__])
         return []
 
     def parse_links(self, response: Any) -> Any:
@@ -114,6 +121,7 @@ def main(path: str) -> None:
     if failures:  # the crawl could not start (a ConfigError, say)
         sys.stderr.write(failures[0].getTraceback())
         sys.exit(2)
+    result["errbacks"] = crawler.spider.errbacks if crawler.spider is not None else []
     result["stats"] = {
         k: (v if isinstance(v, (int, float, str)) else str(v))
         for k, v in crawler.stats.get_stats().items()

@@ -58,3 +58,46 @@ def test_gone_errors_and_timeouts_are_recorded_once_and_kept(
         assert records[path].status is Status.IDLE
         assert records[path].errors == 1
         assert records[path].next_due == pytest.approx(started + 600, abs=30)
+
+
+@pytest.mark.slow
+def test_robots_blocked_pages_are_kept_and_not_modified_skips_errbacks(
+    mockserver: Any, crawl: Any, tmp_path: Path
+) -> None:
+    db = tmp_path / "s.sqlite"
+    site = mockserver.MockSite(count=2)
+    settings = {
+        "ADDONS": {"scrapy_fresh.Addon": 0},
+        "FRESH_SQLITE_PATH": str(db),
+        "FRESH_MAX_REFRESH_SECS": 7 * 86400,
+        "ROBOTSTXT_OBEY": True,
+    }
+    with mockserver.MockServer(site) as server:
+        start = [
+            {"url": server.url("/v/0"), "errback": "on_error"},
+            {"url": server.url("/v/1"), "errback": "on_error",
+             "meta": {"fresh_errback_not_modified": True}},
+            {"url": server.url("/private/0"), "errback": "on_error"},
+        ]  # fmt: skip
+        first = crawl({"settings": settings, "start": start}, tmp_path)
+        later = crawl({"settings": settings, "start": start, "clock_offset": 3 * 86400}, tmp_path)
+        fetched = [(r.method, r.path, r.status) for r in site.log]
+    # The disallowed page is never fetched; it is recorded as blocked, not as an error.
+    assert not any(path.startswith("/private/") for _, path, _ in fetched)
+    assert first.stat("fresh/blocked") == 1
+    assert first.stat("fresh/errors") == 0
+    assert first.errbacks == [[server.url("/private/0"), "IgnoreRequest"]]
+    store = SQLiteStore(db)
+    try:
+        records = {"/" + s.url.split("/", 3)[3]: s for s in store.iterate()}
+    finally:
+        store.close()
+    blocked = records["/private/0"]
+    assert (blocked.status, blocked.errors, blocked.visits) == (Status.IDLE, 0, 0)
+    # Looked at again only after FRESH_MAX_REFRESH_SECS, so not in the run 3 days later.
+    assert blocked.next_due - blocked.first_seen == pytest.approx(7 * 86400, abs=60)
+    assert later.stat("fresh/blocked") == 0
+    # Both /v pages answered 304 in the later run; only the one that asked for it had
+    # its errback called with NotModified.
+    assert later.stat("fresh/not_modified") == 2
+    assert later.errbacks == [[server.url("/v/1"), "NotModified"]]

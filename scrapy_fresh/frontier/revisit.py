@@ -43,6 +43,10 @@ class Outcome(str, enum.Enum):
     NOT_MODIFIED = "not_modified"
     GONE = "gone"
     ERROR = "error"
+    #: Not fetched because the crawler itself would not (a robots.txt rule, an offsite
+    #: URL, another middleware's ``IgnoreRequest``): looked at again after the longest
+    #: refresh time, in case the rule changes; not an error.
+    BLOCKED = "blocked"
 
 
 #: Outcomes that count as a visit in p_c (Sharma & Dixit: "changes / visits").
@@ -70,8 +74,13 @@ def _counter(visits: int, p_c: float, decay: float) -> SuccessCounter:
     return SuccessCounter(weight, min(weight, max(0.0, p_c) * weight))
 
 
-def record_visit(state: PageState, outcome: Outcome, now: float, policy: RevisitPolicy,
-                 site: SiteState | None = None) -> PageState:
+def record_visit(
+    state: PageState,
+    outcome: Outcome,
+    now: float,
+    policy: RevisitPolicy,
+    site: SiteState | None = None,
+) -> PageState:
     """Apply one visit's ``outcome`` at ``now`` to ``state`` (and ``site``), in place.
 
     Returns ``state``, now idle (or gone) with its next due time set. ``site`` gets the
@@ -80,6 +89,9 @@ def record_visit(state: PageState, outcome: Outcome, now: float, policy: Revisit
     """
     state.status = Status.IDLE
     state.in_flight_since = None
+    if outcome is Outcome.BLOCKED:
+        state.next_due = now + policy.max_refresh_secs
+        return state
     if outcome is Outcome.ERROR or (
         outcome is Outcome.GONE and state.errors + 1 < policy.gone_confirmations
     ):
@@ -98,8 +110,9 @@ def record_visit(state: PageState, outcome: Outcome, now: float, policy: Revisit
         site_secs = site.refresh_secs if site is not None else None
         site_pc = site.p_c if site is not None and site.visits else None
         state.refresh_secs, state.p_c = cold_start(site_secs, site_pc, policy.default_refresh_secs)
-        state.refresh_secs = min(max(state.refresh_secs, policy.min_refresh_secs),
-                                 policy.max_refresh_secs)
+        state.refresh_secs = min(
+            max(state.refresh_secs, policy.min_refresh_secs), policy.max_refresh_secs
+        )
     else:
         changed = outcome is Outcome.CHANGED
         counter = _counter(state.visits, state.p_c, policy.decay).record(
@@ -109,8 +122,12 @@ def record_visit(state: PageState, outcome: Outcome, now: float, policy: Revisit
         state.changes += int(changed)
         state.p_c = counter.p_c
         state.refresh_secs = adjust_refresh(
-            state.refresh_secs, state.p_c, policy.p_l, policy.p_g,
-            min_secs=policy.min_refresh_secs, max_secs=policy.max_refresh_secs,
+            state.refresh_secs,
+            state.p_c,
+            policy.p_l,
+            policy.p_g,
+            min_secs=policy.min_refresh_secs,
+            max_secs=policy.max_refresh_secs,
         )
         span = now - state.first_seen
         if state.visits and span > 0:
@@ -123,8 +140,9 @@ def record_visit(state: PageState, outcome: Outcome, now: float, policy: Revisit
     return state
 
 
-def _update_site(site: SiteState, changed: bool, page_refresh: float, now: float,
-                 policy: RevisitPolicy) -> None:
+def _update_site(
+    site: SiteState, changed: bool, page_refresh: float, now: float, policy: RevisitPolicy
+) -> None:
     counter = _counter(site.visits, site.p_c, policy.decay).record(changed, decay=policy.decay)
     site.visits += 1
     site.changes += int(changed)
@@ -133,6 +151,7 @@ def _update_site(site: SiteState, changed: bool, page_refresh: float, now: float
         site.refresh_secs = page_refresh
     else:
         w = policy.site_weight
-        site.refresh_secs = math.exp((1 - w) * math.log(site.refresh_secs)
-                                     + w * math.log(page_refresh))
+        site.refresh_secs = math.exp(
+            (1 - w) * math.log(site.refresh_secs) + w * math.log(page_refresh)
+        )
     site.updated_at = now

@@ -330,9 +330,16 @@ class FreshRuntime:
         )
 
     def host_checks(self, host: str) -> HostChecks:
+        """What ``host`` has shown about validators, from its site record at first use."""
         checks = self.hosts.get(host)
         if checks is None:
-            checks = self.hosts[host] = HostChecks()
+            try:
+                site = self.store.get_site(host)
+            except StoreError as exc:
+                self.store_error("read the site of", exc, host)
+                site = None
+            checks = HostChecks.from_counts(site.checks) if site is not None else HostChecks()
+            self.hosts[host] = checks
         return checks
 
     def host_answered(self, host: str) -> None:
@@ -369,6 +376,9 @@ class FreshRuntime:
             self.store_error("read the site of", exc, state.url)
             site = SiteState(state.host)
         record_visit(state, outcome, now, self.policy, site)
+        checks = self.hosts.get(state.host)
+        if checks is not None:
+            site.checks = checks.counts()  # what this run learned holds in the next
         try:
             self.store.put(state)
             self.store.put_site(site)

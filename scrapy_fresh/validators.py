@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import timezone
 from email.utils import parsedate_to_datetime
 
@@ -167,7 +167,9 @@ class HostChecks:
     """What one host has shown about validators during this run (counters only).
 
     ``plan`` turns them into a :class:`Check` for ``FRESH_CHECK = "auto"``; the other
-    modes force one way. Nothing here is persisted: each run learns again.
+    modes force one way. The counters are kept in the host's site record
+    (:attr:`~scrapy_fresh.store.base.SiteState.checks`, see :meth:`counts` and
+    :meth:`from_counts`), so the next run starts from what this one learned.
     """
 
     #: 304 answers.
@@ -182,6 +184,20 @@ class HostChecks:
     head_useless: int = 0
     #: A 200 answer kept the ETag we had although the content changed.
     lying: bool = False
+
+    def counts(self) -> dict[str, int]:
+        """The counters as a JSON-safe dict (``lying`` as 0 or 1)."""
+        return {f.name: int(getattr(self, f.name)) for f in fields(self)}
+
+    @classmethod
+    def from_counts(cls, counts: Mapping[str, int]) -> HostChecks:
+        """Counters saved by :meth:`counts`; unknown names and bad values are left out."""
+        checks = cls()
+        for f in fields(cls):
+            value = counts.get(f.name)
+            if isinstance(value, int) and value >= 0:
+                setattr(checks, f.name, bool(value) if f.name == "lying" else value)
+        return checks
 
     @property
     def ignores_conditionals(self) -> bool:

@@ -571,8 +571,9 @@ class StoreContract:
 
     def test_sites(self, store: StateStore) -> None:
         site = SiteState(
-            "例え.テスト", visits=10, changes=4, p_c=0.4, refresh_secs=None, updated_at=5.5
-        )
+            "例え.テスト", visits=10, changes=4, p_c=0.4, refresh_secs=None, updated_at=5.5,
+            checks={"not_modified": 3, "lying": 1},
+        )  # fmt: skip
         store.put_site(site)
         store.put_site(SiteState("example.com", refresh_secs=3600.0))
         got = store.get_site("例え.テスト")
@@ -589,6 +590,8 @@ class StoreContract:
     def test_site_bad_values(self, store: StateStore) -> None:
         with pytest.raises(ValueError, match="NaN"):
             store.put_site(SiteState("example.com", p_c=math.nan))
+        with pytest.raises(TypeError, match="checks"):
+            store.put_site(SiteState("example.com", checks={"ignored": 1.5}))  # type: ignore[dict-item]
         assert list(store.sites()) == []
 
     # -- lifecycle ----------------------------------------------------------------------

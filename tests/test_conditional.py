@@ -243,3 +243,24 @@ def test_a_lying_host_is_fetched_in_full(setup: Any) -> None:
     assert checks.lying
     assert checks.plan("auto", has_validators=True, has_head_validators=True).value == "none"
     assert h.stat("fresh/validators_lying") == 1
+
+
+def test_what_a_run_learned_about_a_host_holds_in_the_next(setup: Any) -> None:
+    h, request, _, spider_mw = setup(etag='"same"')
+    response = _response(
+        request, 200, HTML % ("Completely different words here. " * 30, ""), ETag='"same"'
+    )
+    collect(spider_mw.process_spider_output(response, _aiter([])))
+    site = h.runtime.store.get_site("a.example")
+    assert site is not None
+    assert site.checks["lying"] == 1
+    h.runtime.hosts.clear()  # a new run: nothing learned in memory
+    checks = h.runtime.host_checks("a.example")
+    assert checks.lying
+    assert checks.plan("auto", has_validators=True, has_head_validators=True).value == "none"
+
+
+def test_host_checks_counts_round_trip_and_ignore_bad_values() -> None:
+    checks = HostChecks(not_modified=3, ignored=2, lying=True)
+    assert HostChecks.from_counts(checks.counts()) == checks
+    assert HostChecks.from_counts({"ignored": -1, "unknown": 5, "etag_churn": "x"}) == HostChecks()

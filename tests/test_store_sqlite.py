@@ -367,3 +367,25 @@ def test_damaged_file(tmp_path: Path) -> None:
         list(stores[0].iterate())
     for store in stores:
         store.close()
+
+
+def test_version_1_file_is_migrated_and_keeps_its_sites(tmp_path: Path) -> None:
+    path = tmp_path / "fresh.sqlite"
+    with SQLiteStore(path) as store:
+        store.put(page(1))
+        store.put_site(SiteState("example.com", visits=4, p_c=0.5))
+    conn = raw(path)  # make it a version 1 file: sites without the checks column
+    conn.execute("ALTER TABLE sites DROP COLUMN checks")
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+    with SQLiteStore(path) as store:
+        site = store.get_site("example.com")
+        assert site == SiteState("example.com", visits=4, p_c=0.5)
+        site.checks = {"ignored": 2}
+        store.put_site(site)
+        assert store.get_site("example.com").checks == {"ignored": 2}  # type: ignore[union-attr]
+        assert len(store) == 1
+    conn = raw(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+    conn.close()

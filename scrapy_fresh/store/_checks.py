@@ -169,6 +169,13 @@ def check_site(site: SiteState) -> None:
         value = getattr(site, name)
         if value is not None and math.isnan(value):
             raise ValueError(f"{name} of site {site.host!r} is NaN; expected a number.")
+    if not isinstance(site.checks, dict) or not all(
+        isinstance(k, str) and type(v) is int and _I64_MIN <= v <= _I64_MAX
+        for k, v in site.checks.items()
+    ):
+        raise TypeError(
+            f"checks ({site.checks!r}) of site {site.host!r} must map names (str) to counts (int)."
+        )
 
 
 _STATUS_VALUES = frozenset(s.value for s in Status)

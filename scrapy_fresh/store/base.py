@@ -161,7 +161,10 @@ class SiteState:
 
     ``visits`` and ``changes`` add up the visits of the host's pages; ``p_c`` is the
     site's (possibly decayed) degree of success and ``refresh_secs`` the refresh time
-    a new URL of this host starts from.
+    a new URL of this host starts from. ``checks`` holds counters of how the host has
+    answered validators (:class:`scrapy_fresh.validators.HostChecks`), so that what one
+    run learned (conditionals ignored, ETags that change on every answer or lie) holds
+    in the next.
     """
 
     host: str
@@ -170,6 +173,7 @@ class SiteState:
     p_c: float = 0.0
     refresh_secs: float | None = None
     updated_at: float = 0.0
+    checks: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-serialisable dict."""

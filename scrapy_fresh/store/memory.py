@@ -36,6 +36,10 @@ __all__ = ["MemoryStore"]
 logger = logging.getLogger(__name__)
 
 
+def _copy_site(site: SiteState) -> SiteState:
+    return replace(site, checks=dict(site.checks))
+
+
 def _copy(state: PageState) -> PageState:
     # replace() runs __post_init__, which builds new past/future lists.
     return replace(state, request=copy_json(state.request))
@@ -280,18 +284,18 @@ class MemoryStore:
         """Return a copy of the site record of ``host``, or None."""
         self._check_open()
         site = self._sites.get(host)
-        return None if site is None else replace(site)
+        return None if site is None else _copy_site(site)
 
     def put_site(self, site: SiteState) -> None:
         """Insert or replace the site record of ``site.host``."""
         self._check_open()
         check_site(site)
-        self._sites[site.host] = replace(site)
+        self._sites[site.host] = _copy_site(site)
 
     def sites(self) -> Iterator[SiteState]:
         """Yield copies of every site record, by host."""
         self._check_open()
-        return (replace(self._sites[host]) for host in sorted(self._sites))
+        return (_copy_site(self._sites[host]) for host in sorted(self._sites))
 
     # -- lifecycle -------------------------------------------------------------
 

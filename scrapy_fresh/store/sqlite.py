@@ -56,7 +56,7 @@ logger = logging.getLogger(__name__)
 #: ``PRAGMA application_id`` of a scrapy_fresh store file ("FRSH").
 APPLICATION_ID = 0x46525348
 #: ``PRAGMA user_version`` of the files this code writes and reads.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 #: Integer codes of :class:`~scrapy_fresh.store.base.Status` in the ``status`` column.
 STATUS_CODES: dict[Status, int] = {
@@ -116,7 +116,7 @@ _ADD_PAGES = f"{_INSERT_PAGES} ON CONFLICT (key) DO NOTHING"
 _UPSERT_PAGES = f"{_INSERT_PAGES} ON CONFLICT (key) DO UPDATE SET " + ", ".join(
     f"{c} = excluded.{c}" for c in _PAGE_COLUMNS if c not in ("key", "doc_id")
 )
-_SELECT_SITES = "SELECT host, visits, changes, p_c, refresh_secs, updated_at FROM sites"
+_SELECT_SITES = "SELECT host, visits, changes, p_c, refresh_secs, updated_at, checks FROM sites"
 
 _SCHEMA = (
     """CREATE TABLE hosts (
@@ -163,7 +163,8 @@ _SCHEMA = (
         changes INTEGER NOT NULL,
         p_c REAL NOT NULL,
         refresh_secs REAL,
-        updated_at REAL NOT NULL
+        updated_at REAL NOT NULL,
+        checks TEXT
     ) WITHOUT ROWID""",
     # counts() and len() in O(1): one row per status, kept by triggers.
     "CREATE TABLE status_counts (status INTEGER PRIMARY KEY, n INTEGER NOT NULL)",
@@ -197,11 +198,19 @@ _SCHEMA = (
 )
 
 #: Schema migrations: ``_MIGRATIONS[v]`` turns a version ``v`` file into ``v + 1``.
-_MIGRATIONS: dict[int, tuple[str, ...]] = {}
+_MIGRATIONS: dict[int, tuple[str, ...]] = {
+    # 2: sites keep what was learned about the host's validators (SiteState.checks).
+    1: ("ALTER TABLE sites ADD COLUMN checks TEXT",),
+}
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
 _raw_decode = json.JSONDecoder().raw_decode  # our JSON has no surrounding whitespace
 _new_object = object.__new__
+
+
+def _site(row: tuple[Any, ...]) -> SiteState:
+    *values, checks = row
+    return SiteState(*values, checks=_raw_decode(checks)[0] if checks else {})
 
 
 def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
@@ -653,7 +662,9 @@ class SQLiteStore:
                         sql = f"SELECT key FROM pages WHERE key IN ({', '.join('?' * len(part))})"
                         for (blob,) in conn.execute(sql, part):
                             del fresh[blob]
-                    conn.executemany(_INSERT_PAGES, [self._encode(conn, s) for s in fresh.values()])
+                    conn.executemany(
+                        _INSERT_PAGES, [self._encode(conn, s) for s in fresh.values()]
+                    )
                     added.extend(s.key for s in fresh.values())
                     continue
                 # Insert and skip the keys that exist; usually all are new, which the
@@ -787,7 +798,7 @@ class SQLiteStore:
         """Return the site record of ``host``, or None."""
         with self._reading("get_site") as conn:
             row = conn.execute(f"{_SELECT_SITES} WHERE host = ?", (host,)).fetchone()
-            return None if row is None else SiteState(*row)
+            return None if row is None else _site(row)
 
     def put_site(self, site: SiteState) -> None:
         """Insert or replace the site record of ``site.host``."""
@@ -795,9 +806,9 @@ class SQLiteStore:
         with self._writing("put_site") as conn:
             conn.execute(
                 "INSERT OR REPLACE INTO sites (host, visits, changes, p_c, refresh_secs, "
-                "updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+                "updated_at, checks) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (site.host, site.visits, site.changes, site.p_c, site.refresh_secs,
-                 site.updated_at),
+                 site.updated_at, _dumps(site.checks) if site.checks else None),
             )  # fmt: skip
             self._pending += 1
 
@@ -816,7 +827,7 @@ class SQLiteStore:
                     rows = conn.execute(
                         f"{_SELECT_SITES} WHERE host > ? ORDER BY host LIMIT 1000", (last,)
                     ).fetchall()
-            yield from (SiteState(*row) for row in rows)
+            yield from (_site(row) for row in rows)
             if len(rows) < 1000:
                 return
             last = rows[-1][0]

@@ -209,8 +209,11 @@ _new_object = object.__new__
 
 
 def _site(row: tuple[Any, ...]) -> SiteState:
-    *values, checks = row
-    return SiteState(*values, checks=_raw_decode(checks)[0] if checks else {})
+    host, visits, changes, p_c, refresh_secs, updated_at, checks = row
+    return SiteState(
+        host, visits, changes, p_c, refresh_secs, updated_at,
+        _raw_decode(checks)[0] if checks else {},
+    )  # fmt: skip
 
 
 def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:

@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-test
 
-.PHONY: test venv lint docs bench clean
+.PHONY: test venv lint docs bench demo clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,11 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+
+# The demo: the demo site at 3600x, the example project's spiders for 8 cycles, the report.
+demo: $(STAMP)
+	$(BIN)/python -m scrapy_fresh.demo.driver --project example_project --cycles 8 \
+		--speed 3600 --report demo-report.html
 
 docs: $(STAMP)
 	$(BIN)/sphinx-build -W -q -b html docs docs/_build/html

@@ -3,9 +3,13 @@
 It is the same as setting, by hand::
 
     SCHEDULER = "scrapy_fresh.scheduler.FreshScheduler"
-    DOWNLOADER_MIDDLEWARES = {"scrapy_fresh.middlewares.FreshDownloaderMiddleware": 540}
+    DOWNLOADER_MIDDLEWARES = {
+        "scrapy_fresh.middlewares.FreshDownloaderMiddleware": 540,
+        "scrapy_fresh.provider_middleware.FreshProviderMiddleware": 535,
+    }
     SPIDER_MIDDLEWARES = {"scrapy_fresh.middlewares.FreshSpiderMiddleware": 40}
     ITEM_PIPELINES = {"scrapy_fresh.pipelines.FreshItemPipeline": 100}
+    EXTENSIONS = {"scrapy_fresh.visitlog.VisitLog": 0}
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from scrapy_fresh import default_settings
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
-__all__ = ["COMPONENTS", "SCHEDULER", "Addon"]
+__all__ = ["COMPONENTS", "EXTRA_COMPONENTS", "SCHEDULER", "Addon"]
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +39,19 @@ COMPONENTS = {
     "SPIDER_MIDDLEWARES": ("scrapy_fresh.middlewares.FreshSpiderMiddleware", 40),
     # Early: items of unchanged pages are dropped before other pipelines work on them.
     "ITEM_PIPELINES": ("scrapy_fresh.pipelines.FreshItemPipeline", 100),
+    # The visit log of scrapy-fresh report (off when FRESH_VISIT_LOG is "").
+    "EXTENSIONS": ("scrapy_fresh.visitlog.VisitLog", 0),
 }
+#: More (component setting, import path, order) for settings COMPONENTS already names.
+EXTRA_COMPONENTS = [
+    # Provider signals: above the conditional check (540), so it sees each request
+    # before it and each response after it (off when FRESH_PROVIDER_SIGNALS is False).
+    (
+        "DOWNLOADER_MIDDLEWARES",
+        "scrapy_fresh.provider_middleware.FreshProviderMiddleware",
+        535,
+    ),
+]
 
 
 class Addon:
@@ -51,6 +67,8 @@ class Addon:
             raise NotConfigured("FRESH_ENABLED is False")
         settings.set("SCHEDULER", SCHEDULER, priority="addon")
         for name, (path, order) in COMPONENTS.items():
+            settings.setdefault_in_component_priority_dict(name, load_object(path), order)
+        for name, path, order in EXTRA_COMPONENTS:
             settings.setdefault_in_component_priority_dict(name, load_object(path), order)
         scheduler = settings["SCHEDULER"]
         from scrapy_fresh.scheduler import FreshScheduler

@@ -123,6 +123,17 @@ class FreshConfig:
     priority_alpha: float = 0.8
     priority_beta: float = 0.8
     priority_window_cycles: int = 5
+    visit_log: str = "fresh/visits.jsonl"
+    redis_key: str = "%(spider)s:fresh"
+    redis_lease_secs: float = 600.0
+    provider_signals: bool = True
+    provider_autodetect: bool = True
+    provider_max_bytes: int = 50 * 1024 * 1024
+    provider_max_inflated_bytes: int = 50 * 1024 * 1024
+    provider_max_entries: int = 50_000
+    trust: bool = True
+    trust_threshold: float = 0.5
+    trust_recover: float = 0.6
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> FreshConfig:
@@ -138,6 +149,23 @@ class FreshConfig:
         sqlite_path = _setting(settings, "FRESH_SQLITE_PATH")
         if not isinstance(sqlite_path, str) or not sqlite_path.strip():
             raise ConfigError(f"FRESH_SQLITE_PATH ({sqlite_path!r}) must be a non-empty path.")
+        visit_log = _setting(settings, "FRESH_VISIT_LOG")
+        if visit_log is None:
+            visit_log = ""
+        if not isinstance(visit_log, str):
+            raise ConfigError(
+                f"FRESH_VISIT_LOG ({visit_log!r}) must be a file path, or \"\" for no log."
+            )
+        redis_key = _setting(settings, "FRESH_REDIS_KEY")
+        try:
+            redis_key % {"spider": "spider"}
+        except (TypeError, KeyError, ValueError):
+            raise ConfigError(
+                f"FRESH_REDIS_KEY ({redis_key!r}) must be a key prefix such as "
+                "'%(spider)s:fresh' (%(spider)s is the only placeholder)."
+            ) from None
+        if not isinstance(redis_key, str) or not redis_key.strip():
+            raise ConfigError(f"FRESH_REDIS_KEY ({redis_key!r}) must be a non-empty key prefix.")
         fields_raw = _setting(settings, "FRESH_FINGERPRINT_FIELDS")
         if fields_raw is None:
             fp_fields = None
@@ -179,6 +207,23 @@ class FreshConfig:
             priority_alpha=_number(settings, "FRESH_PRIORITY_ALPHA", low=0.0, high=1.0),
             priority_beta=_number(settings, "FRESH_PRIORITY_BETA", low=0.0, high=1.0),
             priority_window_cycles=_integer(settings, "FRESH_PRIORITY_WINDOW_CYCLES", low=2),
+            visit_log=visit_log.strip(),
+            redis_key=redis_key.strip(),
+            redis_lease_secs=_number(settings, "FRESH_REDIS_LEASE_SECS", low=0.0, low_open=True),
+            provider_signals=settings.getbool(
+                "FRESH_PROVIDER_SIGNALS", default_settings.FRESH_PROVIDER_SIGNALS
+            ),
+            provider_autodetect=settings.getbool(
+                "FRESH_PROVIDER_AUTODETECT", default_settings.FRESH_PROVIDER_AUTODETECT
+            ),
+            provider_max_bytes=_integer(settings, "FRESH_PROVIDER_MAX_BYTES", low=1),
+            provider_max_inflated_bytes=_integer(
+                settings, "FRESH_PROVIDER_MAX_INFLATED_BYTES", low=1
+            ),
+            provider_max_entries=_integer(settings, "FRESH_PROVIDER_MAX_ENTRIES", low=1),
+            trust=settings.getbool("FRESH_TRUST", default_settings.FRESH_TRUST),
+            trust_threshold=_number(settings, "FRESH_TRUST_THRESHOLD", low=0.0, high=1.0),
+            trust_recover=_number(settings, "FRESH_TRUST_RECOVER", low=0.0, high=1.0),
         )
         config._check_combinations()
         return config
@@ -188,6 +233,11 @@ class FreshConfig:
             raise ConfigError(
                 f"FRESH_PC_LOWER ({self.pc_lower!r}) must be lower than "
                 f"FRESH_PC_UPPER ({self.pc_upper!r})."
+            )
+        if self.trust_recover < self.trust_threshold:
+            raise ConfigError(
+                f"FRESH_TRUST_RECOVER ({self.trust_recover!r}) must not be lower than "
+                f"FRESH_TRUST_THRESHOLD ({self.trust_threshold!r})."
             )
         if self.min_refresh_secs > self.max_refresh_secs:
             raise ConfigError(

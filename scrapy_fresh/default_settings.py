@@ -40,13 +40,35 @@ FRESH_PC_UPPER = 0.7
 FRESH_PC_HALF_LIFE_VISITS = 10.0
 #: Provider level per domain: {"example.com": "smart"}; subdomains inherit.
 FRESH_PROVIDERS: dict[str, str] = {}
+#: Raise a page from normal to smart/super when its provider publishes update signals.
+FRESH_PROVIDER_AUTODETECT = True
+#: Largest sitemap or feed body read for signals, as downloaded (gzip or not).
+FRESH_PROVIDER_MAX_BYTES = 50 * 1024 * 1024
+#: Most entries (URLs, items) read from one sitemap or feed; the rest are counted only.
+FRESH_PROVIDER_MAX_ENTRIES = 50_000
+#: Largest sitemap or feed after gunzip (a gzip bomb stops here).
+FRESH_PROVIDER_MAX_INFLATED_BYTES = 50 * 1024 * 1024
+#: Read update signals from headers, sitemaps, feeds and request meta.
+FRESH_PROVIDER_SIGNALS = True
 #: Aging factor alpha of Xu et al. eq. 6 (weight of the last cycle's accesses).
 FRESH_PRIORITY_ALPHA = 0.8
 #: Weight beta of past over future scores in Xu et al. eq. 7 (S_unified).
 FRESH_PRIORITY_BETA = 0.8
 #: Window s of Xu et al. eq. 6: cycles of access history used to predict the next.
 FRESH_PRIORITY_WINDOW_CYCLES = 5
+#: Prefix of the Redis store's keys (FRESH_STORE = "redis"); %(spider)s is the spider's name.
+FRESH_REDIS_KEY = "%(spider)s:fresh"
+#: Redis frontier: seconds a worker holds a URL it took before another worker may take it.
+FRESH_REDIS_LEASE_SECS = 600.0
 #: Path of the SQLite store; a relative path is resolved under the project's .scrapy/ dir.
 FRESH_SQLITE_PATH = "fresh/state.sqlite"
-#: Store backend: "sqlite", "memory", or an import path of a StateStore class ("redis": not yet).
+#: Learn per host and signal kind whether a provider's signals hold; ignore them if not.
+FRESH_TRUST = True
+#: Trust (0-1) at or above which a demoted host's signals are used again.
+FRESH_TRUST_RECOVER = 0.6
+#: Trust (0-1) below which a host's signals of one kind are ignored.
+FRESH_TRUST_THRESHOLD = 0.5
+#: Store backend: "sqlite" (one machine), "memory", "redis" (several processes) or an import path.
 FRESH_STORE = "sqlite"
+#: JSON-lines log of every visit and download (for ``scrapy-fresh report``); "" turns it off.
+FRESH_VISIT_LOG = "fresh/visits.jsonl"

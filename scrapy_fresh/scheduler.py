@@ -252,14 +252,23 @@ class FreshScheduler(BaseScheduler):
         self._push(lease, self._now, url_host(request.url))  # a redirect may change host
         return True
 
-    def _provider(self, meta: Mapping[str, Any], host: str) -> Provider:
-        """meta['fresh_provider'] > the spider's ``fresh_provider`` > FRESH_PROVIDERS > normal."""
+    def _provider(
+        self, meta: Mapping[str, Any], host: str, current: Provider = Provider.NORMAL
+    ) -> Provider:
+        """meta['fresh_provider'] > the spider's ``fresh_provider`` > FRESH_PROVIDERS > normal.
+
+        With FRESH_PROVIDER_AUTODETECT, "normal" is instead ``current``: the level the
+        record's own signals earned (scrapy_fresh.provider_middleware keeps it).
+        """
         value = meta.get("fresh_provider")
         if value is not None:
             return parse_provider(value, "meta['fresh_provider']")
         if self._spider_provider is not None:
             return self._spider_provider
-        return self.config.provider_for_host(host) or Provider.NORMAL
+        fixed = self.config.provider_for_host(host)
+        if fixed is not None:
+            return fixed
+        return current if self.config.provider_autodetect else Provider.NORMAL
 
     def _enqueue_managed(self, request: Request) -> bool:
         runtime = self.runtime
@@ -297,7 +306,9 @@ class FreshScheduler(BaseScheduler):
         accesses = _accesses(request.meta)
         if lease is not None:  # due, waiting in the frontier
             lease.request = request  # the spider's own request replaces the rebuilt one
-            if state is not None and _update(state, info, provider, accesses):
+            if state is not None and _update(
+                state, info, self._provider(request.meta, host, state.provider), accesses
+            ):
                 try:
                     runtime.store.put(state)
                 except StoreError as exc:
@@ -305,7 +316,7 @@ class FreshScheduler(BaseScheduler):
             return True
         if state is None:
             return self._add_new(request, key, host, info, provider, accesses, now)
-        dirty = _update(state, info, provider, accesses)
+        dirty = _update(state, info, self._provider(request.meta, host, state.provider), accesses)
         if state.next_due <= now and state.status in _DUE_STATUSES:
             if self._may_admit(state):
                 stream = Stream.NEW if state.last_crawl is None else Stream.REFRESH
@@ -390,7 +401,8 @@ class FreshScheduler(BaseScheduler):
             if state is None:
                 continue
             accesses = record.access_count or None
-            changed = _update(state, record.request, record.provider, accesses)
+            provider = self._provider(record.request.get("meta") or {}, state.host, state.provider)
+            changed = _update(state, record.request, provider, accesses)
             lease = runtime.leases.get(record.key)
             if lease is None or lease.handed:
                 if changed:
@@ -505,7 +517,7 @@ class FreshScheduler(BaseScheduler):
         for _, state in scored:
             meta = state.request.get("meta") or {}
             try:
-                provider = self._provider(meta, state.host)
+                provider = self._provider(meta, state.host, state.provider)
             except ConfigError:
                 provider = state.provider
             if provider is not state.provider:

@@ -27,7 +27,10 @@ DOCS = Path(__file__).resolve().parent.parent / "docs" / "topics" / "scheduler.r
 #: The manual setup docs/topics/scheduler.rst shows.
 MANUAL = {
     "SCHEDULER": "scrapy_fresh.scheduler.FreshScheduler",
-    "DOWNLOADER_MIDDLEWARES": {"scrapy_fresh.middlewares.FreshDownloaderMiddleware": 540},
+    "DOWNLOADER_MIDDLEWARES": {
+        "scrapy_fresh.middlewares.FreshDownloaderMiddleware": 540,
+        "scrapy_fresh.provider_middleware.FreshProviderMiddleware": 535,
+    },
     "SPIDER_MIDDLEWARES": {"scrapy_fresh.middlewares.FreshSpiderMiddleware": 40},
     "ITEM_PIPELINES": {"scrapy_fresh.pipelines.FreshItemPipeline": 100},
 }
@@ -67,8 +70,8 @@ def test_manual_setup_is_the_documented_one() -> None:
         if isinstance(value, str):
             assert f'{name} = "{value}"' in text
         else:
-            ((path, order),) = value.items()
-            assert f'"{path}": {order}' in text
+            for path, order in value.items():
+                assert f'"{path}": {order}' in text
 
 
 def test_addon_is_exported_and_respects_fresh_enabled() -> None:
@@ -93,7 +96,7 @@ def test_components_refuse_to_run_when_disabled() -> None:
     [
         ({"FRESH_MODE": "sometimes"}, ["FRESH_MODE", "'sometimes'"]),
         ({"FRESH_CHECK": "maybe"}, ["FRESH_CHECK", "'maybe'"]),
-        ({"FRESH_STORE": "redis"}, ["FRESH_STORE", "'redis'", "not available yet"]),
+        ({"FRESH_REDIS_KEY": "%(project)s:fresh"}, ["FRESH_REDIS_KEY", "placeholder"]),
         ({"FRESH_STORE": "nowhere.Store"}, ["FRESH_STORE", "'nowhere.Store'", "imported"]),
         ({"FRESH_PROVIDERS": {"example.com": "mega"}}, ["FRESH_PROVIDERS", "'mega'"]),
         ({"FRESH_CYCLE_BUDGET": -3}, ["FRESH_CYCLE_BUDGET"]),

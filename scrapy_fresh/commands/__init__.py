@@ -58,3 +58,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 # Subcommands (one line each; the module holds the code):
+register("demo-site", "demo_site")
+register("status", "status")
+register("report", "report")
+register("simulate", "simulate")
+register("simulate-experiments", "simulate_experiments")
+register("notify", "notify")
+register("notify-server", "notify_server")

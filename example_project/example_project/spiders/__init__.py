@@ -1,0 +1,1 @@
+"""One spider per section of the demo site, each annotated with its provider level."""

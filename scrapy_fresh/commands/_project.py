@@ -1,0 +1,143 @@
+"""What ``scrapy-fresh status`` and ``report`` share: the project's settings and its store.
+
+Inside a Scrapy project (a ``scrapy.cfg`` in the working directory or above) the
+project's settings are read, so the commands find the store and the visit log the
+crawls use; elsewhere the ``FRESH_*`` defaults apply. ``--sqlite-path`` and
+``--visit-log`` override them.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from scrapy_fresh.config import FreshConfig
+from scrapy_fresh.exceptions import ConfigError, StoreError
+from scrapy_fresh.store.base import PageState, SiteState, StateStore
+
+__all__ = ["add_store_arguments", "open_store", "project_config", "read_stores", "resolve_path"]
+
+
+def add_store_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--sqlite-path",
+        "--store",
+        dest="sqlite_paths",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="a SQLite store file; repeat for several (default: the "
+        "project's FRESH_SQLITE_PATH and its spiders' own)",
+    )
+    parser.add_argument(
+        "-s",
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override a setting, as scrapy's -s",
+    )
+
+
+def project_config(overrides: list[str] | None = None) -> tuple[FreshConfig, list[str]]:
+    """The validated settings of the project around the working directory (or the
+    defaults outside one), and the store paths its spiders set for themselves
+    (``custom_settings["FRESH_SQLITE_PATH"]``)."""
+    from scrapy.settings import Settings
+    from scrapy.utils.project import get_project_settings, inside_project
+
+    inside = inside_project()
+    settings = get_project_settings() if inside else Settings()
+    for item in overrides or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise ConfigError(f"-s {item!r}: expected NAME=VALUE.")
+        settings.set(name, value, priority="cmdline")
+    spider_paths: list[str] = []
+    if inside and settings.getpriority("FRESH_SQLITE_PATH") != 40:  # not given with -s
+        from scrapy.spiderloader import get_spider_loader
+
+        loader = get_spider_loader(settings)
+        for name in loader.list():
+            custom = getattr(loader.load(name), "custom_settings", None) or {}
+            path = custom.get("FRESH_SQLITE_PATH")
+            if isinstance(path, str) and path not in spider_paths:
+                spider_paths.append(path)
+    return FreshConfig.from_settings(settings), spider_paths
+
+
+def resolve_path(path: str) -> Path:
+    """A store or log path as the crawl resolves it: relative paths under ``.scrapy/``."""
+    from scrapy.utils.project import data_path
+
+    target = Path(path)
+    if target.is_absolute():
+        return target
+    return Path(data_path(str(target.parent), createdir=False)) / target.name
+
+
+def open_store(path: Path) -> StateStore:
+    """Open the SQLite store at ``path`` to read. Never creates a store."""
+    if not path.is_file():
+        raise StoreError(
+            f"No scrapy_fresh store at {str(path)!r}; run a crawl first, run the command "
+            "inside the Scrapy project, or give the file with --sqlite-path."
+        )
+    from scrapy_fresh.store.sqlite import SQLiteStore
+
+    return SQLiteStore(path)
+
+
+def _merge_site(a: SiteState, b: SiteState) -> SiteState:
+    visits = a.visits + b.visits
+
+    def mean(x: float | None, y: float | None) -> float | None:
+        if x is None or y is None:
+            return x if y is None else y
+        return (x * a.visits + y * b.visits) / visits if visits else (x + y) / 2
+
+    return SiteState(
+        a.host,
+        visits,
+        a.changes + b.changes,
+        mean(a.p_c, b.p_c) or 0.0,
+        mean(a.refresh_secs, b.refresh_secs),
+        max(a.updated_at, b.updated_at),
+    )
+
+
+def read_stores(
+    args: argparse.Namespace,
+) -> tuple[FreshConfig, list[PageState], list[SiteState], str]:
+    """Read every record and site of the stores the arguments (or the project) name.
+
+    Sites of one host found in several stores are merged (visits and changes added,
+    p_c and refresh time averaged with the visits as weights).
+    """
+    config, spider_paths = project_config(args.overrides)
+    if args.sqlite_paths:
+        paths = [Path(p) for p in args.sqlite_paths]
+    else:
+        if config.store != "sqlite":
+            raise ConfigError(
+                f"FRESH_STORE is {config.store!r}: these commands read SQLite stores only; "
+                "give the store file with --sqlite-path."
+            )
+        candidates = [resolve_path(config.sqlite_path)] + [resolve_path(p) for p in spider_paths]
+        paths = [p for p in candidates if p.is_file()] or candidates[:1]
+    states: dict[str, PageState] = {}
+    sites: dict[str, SiteState] = {}
+    for path in paths:
+        store = open_store(path)
+        try:
+            for state in store.iterate():
+                states.setdefault(state.key, state)
+            for site in store.sites():
+                sites[site.host] = (
+                    _merge_site(sites[site.host], site) if site.host in sites else site
+                )
+        finally:
+            store.close()
+    description = ", ".join(str(p) for p in paths) + " (sqlite)"
+    return config, list(states.values()), list(sites.values()), description

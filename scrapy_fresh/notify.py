@@ -1,0 +1,178 @@
+"""Pushed change notifications: "these URLs changed" -> due now, as smart pages.
+
+Xu et al. (seed ``xu-content-provider-friendly-crawler``, Section 3.3) define the smart
+provider as one that "sends a signal every time it has been updated". A notification
+records the update time as a past update of the page (the input of
+:math:`S_{past}^{known}`, eq. 4) and makes the page due now ("for the past update, the
+current available crawling slot", Section 4.1); the next crawl fetches it with the
+priority eq. 4 gives it. A page nobody fixed a level for becomes smart (as
+:setting:`FRESH_PROVIDER_AUTODETECT` does in a crawl); a URL the store does not know is
+added as a new one (status queued, due now).
+
+Used by ``scrapy-fresh notify`` and ``scrapy-fresh notify-server``
+(:mod:`scrapy_fresh.notify_server`). No Scrapy here; the clock is read only when
+``now`` is not given.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from scrapy_fresh.keys import url_host, url_key
+from scrapy_fresh.providers.apply import add_past
+from scrapy_fresh.providers.ledger import TrustLedger
+from scrapy_fresh.store.base import PageState, Provider, StateStore, Status
+
+__all__ = ["MAX_URL_LENGTH", "NotifyResult", "check_url", "record_changes"]
+
+#: Longest URL accepted in a notification (the sitemap protocol's and IndexNow's limit).
+MAX_URL_LENGTH = 2048
+#: An update time later than now by more than this is refused.
+FUTURE_TOLERANCE_SECS = 3600.0
+
+
+@dataclass
+class NotifyResult:
+    """What :func:`record_changes` did, URL by URL."""
+
+    updated: list[str] = field(default_factory=list)
+    added: list[str] = field(default_factory=list)
+    rejected: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def accepted(self) -> int:
+        return len(self.updated) + len(self.added)
+
+
+def check_url(url: object) -> str | None:
+    """Return why ``url`` cannot be notified, or None if it can.
+
+    >>> check_url("https://example.com/a") is None
+    True
+    >>> check_url("ftp://example.com/a")
+    'not an absolute http(s) URL'
+    """
+    if not isinstance(url, str) or not url:
+        return "not a string"
+    if len(url) > MAX_URL_LENGTH:
+        return f"longer than {MAX_URL_LENGTH} characters"
+    if any(c in url for c in "\r\n\t\x00 "):
+        return "contains whitespace or control characters"
+    try:
+        parts = urlsplit(url)
+        _ = parts.port
+    except ValueError:
+        return "not a valid URL"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "not an absolute http(s) URL"
+    return None
+
+
+def _fixed(state: PageState) -> bool:
+    meta = state.request.get("meta") or {}
+    return meta.get("fresh_provider") is not None
+
+
+def record_changes(
+    store: StateStore,
+    urls: Iterable[str],
+    when: float | None = None,
+    *,
+    now: float | None = None,
+    autodetect: bool = True,
+    add_unknown: bool = True,
+) -> NotifyResult:
+    """Record that ``urls`` changed at ``when`` (default: now) and make them due now.
+
+    :param store: the crawl's store.
+    :param urls: absolute http(s) URLs; bad ones are rejected one by one (the reason is
+        in :attr:`NotifyResult.rejected`), the others are recorded.
+    :param when: Unix time of the change; not later than ``now`` (plus an hour of clock
+        skew): a future change is an announcement, not a notification.
+    :param now: the current Unix time (default: the clock).
+    :param autodetect: raise pages of level normal (not fixed by their request meta) to
+        smart.
+    :param add_unknown: add URLs the store does not know as new records.
+
+    >>> from scrapy_fresh.store.memory import MemoryStore
+    >>> store = MemoryStore()
+    >>> r = record_changes(store, ["https://example.com/a", "mailto:x"], 90.0, now=100.0)
+    >>> r.added, r.rejected
+    (['https://example.com/a'], {'mailto:x': 'not an absolute http(s) URL'})
+    >>> state = store.get(url_key("https://example.com/a"))
+    >>> state.provider.value, state.past_updates, state.next_due
+    ('smart', [90.0], 100.0)
+    """
+    current = time.time() if now is None else float(now)
+    at = current if when is None else float(when)
+    if not math.isfinite(at) or at > current + FUTURE_TOLERANCE_SECS:
+        raise ValueError(
+            f"when ({when!r}) must be a time not later than now ({current!r}); an update "
+            "in the future is an announcement (meta['fresh_schedule']), not a notification."
+        )
+    result = NotifyResult()
+    by_key: dict[str, str] = {}
+    for url in urls:
+        problem = check_url(url)
+        if problem is not None:
+            result.rejected[str(url)] = problem
+        else:
+            by_key.setdefault(url_key(url), url)
+    if not by_key:
+        return result
+    existing = store.get_many(by_key)
+    writes: list[PageState] = []
+    new: list[PageState] = []
+    hosts: set[str] = set()
+    for key, url in by_key.items():
+        state = existing.get(key)
+        if state is None:
+            if not add_unknown:
+                result.rejected[url] = "not in the store"
+                continue
+            host = url_host(url)
+            state = PageState(
+                key=key,
+                url=url,
+                host=host,
+                status=Status.QUEUED,
+                provider=Provider.SMART if autodetect else Provider.NORMAL,
+                first_seen=current,
+                next_due=current,
+                request={"url": url},
+            )
+            add_past(state, [at])
+            new.append(state)
+            hosts.add(host)
+            result.added.append(url)
+            continue
+        add_past(state, [at])
+        if autodetect and state.provider is Provider.NORMAL and not _fixed(state):
+            state.provider = Provider.SMART
+        if state.status is Status.GONE:
+            state.status = Status.QUEUED if state.last_crawl is None else Status.IDLE
+            state.errors = 0
+        state.next_due = min(state.next_due, current)
+        writes.append(state)
+        hosts.add(state.host)
+        result.updated.append(url)
+    if writes:
+        store.put_many(writes)
+    if new:
+        added = set(store.add_many(new))
+        raced = [state.url for state in new if state.key not in added]
+        if raced:  # added meanwhile by a crawl: update those records instead
+            result.added = [url for url in result.added if url not in raced]
+            again = record_changes(
+                store, raced, at, now=current, autodetect=autodetect, add_unknown=False
+            )
+            result.updated.extend(again.updated)
+            result.rejected.update(again.rejected)
+    ledger = TrustLedger(store)
+    for host in sorted(hosts):
+        ledger.claimed(host, "push", current)
+    return result

@@ -1,0 +1,153 @@
+r"""What provider signals do to a URL record (:class:`~scrapy_fresh.store.base.PageState`).
+
+Shared by the crawl (:mod:`scrapy_fresh.provider_middleware`), pushed notifications
+(:mod:`scrapy_fresh.notify`) and the simulator, so that all three treat a signal alike.
+No Scrapy, no clock: every function takes ``now``.
+
+Seed ``xu-content-provider-friendly-crawler``:
+
+* past update times go into ``past_updates``, the input of :math:`S_{past}^{known}`
+  (eq. 4); an update after the last crawl makes the page due now ("for the past
+  update, the current available crawling slot", Section 4.1);
+* announced updates go into ``future_updates`` (time, :math:`P_{update}`), the input
+  of :math:`S_{future}` and :math:`S_{unified}` (eq. 6-7); the page becomes due at the
+  first slot after the earliest announced time (Section 4.1);
+* a not-before time (``<ttl>``, ``max-age``, ``Expires``) is a floor on the next due
+  time and a quiet window (``<skipHours>``/``<skipDays>``) pushes it past the window:
+  the provider says nothing changes before then.
+
+The level a page's signals earn (:func:`detected_level`): ``super`` with an upcoming
+announced update, ``smart`` with known past updates, else ``normal``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from scrapy_fresh.providers.signals import QuietWindow
+from scrapy_fresh.store.base import PageState, Provider
+
+__all__ = [
+    "SLOT_DELAY_SECS",
+    "add_announced",
+    "add_past",
+    "consume_announced",
+    "detected_level",
+    "signal_due",
+]
+
+#: A page announced to change at ``t`` is due at ``t + SLOT_DELAY_SECS``: the first slot
+#: strictly after the update (a fetch at the very instant could precede it).
+SLOT_DELAY_SECS = 1.0
+
+
+def add_past(state: PageState, times: Iterable[float]) -> int:
+    """Add past update times not known yet; return how many were new.
+
+    >>> s = PageState("k", "u", past_updates=[10.0])
+    >>> add_past(s, [10.0, 20.0, 20.0]), s.past_updates
+    (1, [10.0, 20.0])
+    """
+    known = set(state.past_updates)
+    new = sorted({float(t) for t in times} - known)
+    for t in new:
+        state.add_past_update(t)
+    return len(new)
+
+
+def add_announced(state: PageState, updates: Iterable[tuple[float, float]], now: float) -> int:
+    """Add announced updates later than ``now``; an instant already announced keeps the
+    higher probability. Return how many instants were new.
+
+    >>> s = PageState("k", "u")
+    >>> add_announced(s, [(50.0, 0.5), (50.0, 0.8), (5.0, 1.0)], now=10.0), s.future_updates
+    (1, [(50.0, 0.8)])
+    """
+    merged = dict(state.future_updates)
+    new = 0
+    for t, p in updates:
+        if t <= now:
+            continue
+        if t not in merged:
+            new += 1
+        merged[t] = max(p, merged.get(t, 0.0))
+    state.future_updates = []
+    for t, p in sorted(merged.items()):
+        state.add_future_update(t, p)  # keeps the bound of the record
+    return new
+
+
+def consume_announced(state: PageState, now: float) -> list[tuple[float, float]]:
+    """Drop the announced updates a visit at ``now`` covered; return them.
+
+    >>> s = PageState("k", "u", future_updates=[(5.0, 0.5), (50.0, 0.8)])
+    >>> consume_announced(s, 10.0), s.future_updates
+    ([(5.0, 0.5)], [(50.0, 0.8)])
+    """
+    covered = [(t, p) for t, p in state.future_updates if t <= now]
+    if covered:
+        state.future_updates = [(t, p) for t, p in state.future_updates if t > now]
+    return covered
+
+
+def detected_level(
+    state: PageState, now: float, *, past_trusted: bool = True, future_trusted: bool = True
+) -> Provider:
+    """The provider level the record's own data supports (Xu et al. Section 3.3).
+
+    >>> detected_level(PageState("k", "u", future_updates=[(20.0, 0.5)]), 10.0).value
+    'super'
+    >>> detected_level(PageState("k", "u", past_updates=[5.0]), 10.0).value
+    'smart'
+    >>> detected_level(PageState("k", "u", past_updates=[5.0]), 10.0, past_trusted=False).value
+    'normal'
+    """
+    if future_trusted and any(t > now for t, _ in state.future_updates):
+        return Provider.SUPER
+    if past_trusted and state.past_updates:
+        return Provider.SMART
+    return Provider.NORMAL
+
+
+def signal_due(
+    state: PageState,
+    now: float,
+    *,
+    not_before: float | None = None,
+    quiet: QuietWindow | None = None,
+    use_past: bool = True,
+    use_future: bool = True,
+    max_wait_secs: float | None = None,
+) -> float:
+    """The next due time of ``state`` once its signals are taken into account.
+
+    Starts from ``state.next_due`` (the refresh rule's); a not-before time is a floor
+    (at most ``max_wait_secs`` after ``now``); then the first slot after the earliest
+    upcoming announced update, if sooner; a known update after the last crawl makes
+    it due ``now``; finally a quiet window pushes it to the window's end.
+
+    >>> s = PageState("k", "u", last_crawl=0.0, next_due=1000.0)
+    >>> signal_due(s, 10.0, not_before=2000.0)
+    2000.0
+    >>> s.future_updates = [(500.0, 0.8)]
+    >>> signal_due(s, 10.0, not_before=100.0)
+    501.0
+    >>> s.past_updates = [5.0]
+    >>> signal_due(s, 10.0)
+    10.0
+    """
+    due = state.next_due
+    if not_before is not None:
+        floor = not_before if max_wait_secs is None else min(not_before, now + max_wait_secs)
+        due = max(due, floor)
+    if use_future:
+        upcoming = [t for t, _ in state.future_updates if t > now]
+        if upcoming:
+            due = min(due, min(upcoming) + SLOT_DELAY_SECS)
+    if use_past:
+        last = state.last_crawl
+        if last is not None and any(t > last for t in state.past_updates):
+            due = min(due, now)
+    if quiet is not None:
+        due = quiet.end_of_quiet(due)
+    return due

@@ -1,0 +1,258 @@
+"""The figures of ``scrapy-fresh report``: from the visit log, the store and (optionally)
+the demo site's truth. No plotting here (:mod:`scrapy_fresh.commands.report` draws).
+
+Estimated freshness (without truth) uses the Poisson model of Cho & Garcia-Molina (seed
+``clifton-web-crawling-lecture``): a page synced ``a`` seconds ago with change rate
+``lam`` is fresh with probability ``exp(-lam * a)``; ``lam`` is the page's estimated
+change rate in the store (:mod:`scrapy_fresh.policy.estimators`), else ``p_c`` over its
+refresh time.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from scrapy_fresh.store.base import PageState, SiteState, Status
+
+__all__ = ["OUTCOMES", "build_report", "load_visit_log"]
+
+OUTCOMES = ("new", "changed", "unchanged", "not_modified", "gone", "error", "blocked")
+_SYNCS = frozenset({"new", "changed", "unchanged", "not_modified"})
+
+
+def load_visit_log(path: str | Path) -> tuple[list[dict[str, Any]], int]:
+    """The events of a visit log (:mod:`scrapy_fresh.visitlog`) and how many lines were bad."""
+    events: list[dict[str, Any]] = []
+    bad = 0
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            if not line.strip():
+                continue
+            try:
+                event = json.loads(line)
+            except ValueError:
+                bad += 1
+                continue
+            if isinstance(event, dict) and "e" in event and "t" in event:
+                events.append(event)
+            else:
+                bad += 1
+    events.sort(key=lambda e: e["t"])
+    return events, bad
+
+
+def _runs(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    runs: dict[str, dict[str, Any]] = {}
+    for e in events:
+        run = runs.setdefault(
+            e["run"],
+            {
+                "run": e["run"],
+                "spider": None,
+                "start": e["t"],
+                "end": e["t"],
+                "outcomes": dict.fromkeys(OUTCOMES, 0),
+                "requests": 0,
+                "bytes": 0,
+                "plain_bytes": 0,
+            },
+        )
+        run["start"] = min(run["start"], e["t"])
+        run["end"] = max(run["end"], e["t"])
+        if e["e"] == "run" and e.get("phase") == "open":
+            run["spider"] = e.get("spider")
+        elif e["e"] == "visit" and e.get("outcome") in run["outcomes"]:
+            run["outcomes"][e["outcome"]] += 1
+        elif e["e"] == "fetch":
+            run["requests"] += 1
+            run["bytes"] += int(e.get("bytes") or 0)
+    return sorted(runs.values(), key=lambda r: r["start"])
+
+
+def _plain_estimate(events: list[dict[str, Any]], runs: list[dict[str, Any]]) -> None:
+    """Bytes a plain re-crawl would have spent per run: every page the run's spider has
+    ever reached (and not found gone), at its last full size, plus the same robots.txt."""
+    run_spider = {r["run"]: r["spider"] for r in runs}
+    size: dict[str, int] = {}
+    known: dict[Any, set[str]] = defaultdict(set)
+    gone: set[str] = set()
+    robots: dict[str, int] = {}
+    for e in events:
+        if e["e"] == "fetch" and e.get("status") == 200 and e.get("method") == "GET":
+            if str(e["url"]).endswith("/robots.txt"):
+                robots[e["run"]] = int(e["bytes"])
+            else:
+                size[e["url"]] = int(e["bytes"])
+        elif e["e"] == "visit":
+            known[run_spider.get(e["run"])].add(e["url"])
+            if e.get("outcome") == "gone" or e.get("status") == "gone":
+                gone.add(e["url"])
+            else:
+                gone.discard(e["url"])
+        elif e["e"] == "run" and e.get("phase") == "close":
+            run = next((r for r in runs if r["run"] == e["run"]), None)
+            if run is not None:
+                pages = known[run["spider"]] - gone
+                run["plain_bytes"] = sum(size.get(u, 0) for u in pages) + robots.get(e["run"], 0)
+
+
+def _estimated_freshness(
+    events: list[dict[str, Any]],
+    states: Mapping[str, PageState],
+    start: float,
+    end: float,
+    samples: int = 200,
+) -> list[list[float]]:
+    syncs: dict[str, list[float]] = defaultdict(list)
+    for e in events:
+        if e["e"] == "visit" and e.get("outcome") in _SYNCS:
+            syncs[e["url"]].append(float(e["t"]))
+    rates: dict[str, float] = {}
+    for url in syncs:
+        s = states.get(url)
+        if s is None or s.status is Status.GONE:
+            continue
+        if s.change_rate is not None:
+            rates[url] = s.change_rate
+        else:
+            rates[url] = s.p_c / s.refresh_secs if s.refresh_secs > 0 else 0.0
+    series = []
+    for k in range(samples):
+        t = start + (end - start) * (k + 0.5) / samples
+        values = []
+        for url, lam in rates.items():
+            i = bisect.bisect_right(syncs[url], t)
+            values.append(0.0 if i == 0 else math.exp(-lam * (t - syncs[url][i - 1])))
+        if values:
+            series.append([t, sum(values) / len(values)])
+    return series
+
+
+def _judgements(events: list[dict[str, Any]], truth: Mapping[str, Any]) -> dict[str, int]:
+    """How the crawl's changed/unchanged verdicts compare with the truth, per visit."""
+    pages = truth["pages"]
+    last_sync: dict[str, float] = {}
+    counts = {"true_changed": 0, "false_changed": 0, "missed_change": 0, "true_unchanged": 0}
+    requests = sorted(truth["requests"], key=lambda r: r["t"])
+    served = defaultdict(list)
+    for r in requests:
+        if r["method"] == "GET" and r["status"] in (200, 304):
+            served[r["path"]].append(float(r["t"]))
+    seen: Counter[str] = Counter()
+    for e in events:
+        if e["e"] != "visit" or e.get("outcome") not in _SYNCS:
+            continue
+        path = urlsplit(e["url"]).path
+        page = pages.get(path)
+        times = served.get(path, [])
+        # The n-th verdict on a page is about the n-th body (or 304) the site served it
+        # (matched by order: the two clocks may differ by a little).
+        n = seen[path]
+        seen[path] += 1
+        if page is None or n >= len(times):
+            continue
+        synced_at = times[n]
+        prev = last_sync.get(path)
+        last_sync[path] = synced_at
+        if prev is None or e["outcome"] == "new":
+            continue
+        changes = page["changes"]
+        truly = bisect.bisect_right(changes, synced_at) > bisect.bisect_right(changes, prev)
+        said = e["outcome"] == "changed"
+        key = (
+            ("true_changed" if said else "missed_change")
+            if truly
+            else ("false_changed" if said else "true_unchanged")
+        )
+        counts[key] += 1
+    return counts
+
+
+def build_report(
+    events: list[dict[str, Any]],
+    states: Iterable[PageState],
+    sites: Iterable[SiteState],
+    truth: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Every figure of the report as JSON data (the plots draw from it too)."""
+    from scrapy_fresh.demo.truth import copy_stats
+
+    by_url = {s.url: s for s in states}
+    runs = _runs(events)
+    _plain_estimate(events, runs)
+    outcomes = Counter(e["outcome"] for e in events if e["e"] == "visit")
+    fetches = [e for e in events if e["e"] == "fetch"]
+    status_counts = Counter(str(e["status"]) for e in fetches)
+    total_bytes = sum(int(e.get("bytes") or 0) for e in fetches)
+    plain = sum(r["plain_bytes"] for r in runs)
+    start = min((e["t"] for e in events), default=0.0)
+    end = max((e["t"] for e in events), default=0.0)
+    pages = [
+        {
+            "url": s.url,
+            "host": s.host,
+            "provider": s.provider.value,
+            "status": s.status.value,
+            "visits": s.visits,
+            "changes": s.changes,
+            "p_c": s.p_c,
+            "refresh_secs": s.refresh_secs,
+            "change_rate": s.change_rate,
+        }
+        for s in by_url.values()
+    ]
+    data: dict[str, Any] = {
+        "start": start,
+        "end": end,
+        "runs": runs,
+        "visits": sum(outcomes.values()),
+        "outcomes": {o: outcomes.get(o, 0) for o in OUTCOMES},
+        "requests": len(fetches),
+        "requests_by_status": dict(sorted(status_counts.items())),
+        "bytes": total_bytes,
+        "plain_bytes_estimate": plain,
+        "bytes_saved_share": 1 - total_bytes / plain if plain else None,
+        "bytes_per_change": total_bytes / outcomes["changed"] if outcomes.get("changed") else None,
+        "pages": pages,
+        "sites": [
+            {
+                "host": s.host,
+                "p_c": s.p_c,
+                "visits": s.visits,
+                "changes": s.changes,
+                "refresh_secs": s.refresh_secs,
+            }
+            for s in sites
+        ],
+        "estimated_freshness": _estimated_freshness(events, by_url, start, end)
+        if end > start
+        else [],
+        "truth": None,
+    }
+    if truth is not None and end > start:
+        stats = copy_stats(truth, start=start, end=min(end, float(truth["now"])))
+        rates = {path: page["rate"] for path, page in truth["pages"].items()}
+        for page in pages:
+            page["true_rate"] = rates.get(urlsplit(str(page["url"])).path)
+        data["truth"] = {
+            "freshness": stats.freshness,
+            "age_secs": stats.age_secs,
+            "detected_changes": stats.detected_changes,
+            "true_changes": stats.true_changes,
+            "requests": stats.requests,
+            "bytes": stats.bytes,
+            "requests_by_status": stats.by_status,
+            "bytes_per_detected_change": stats.bytes / stats.detected_changes
+            if stats.detected_changes
+            else None,
+            "series": [list(s) for s in stats.series],
+            "judgements": _judgements(events, truth),
+        }
+    return data

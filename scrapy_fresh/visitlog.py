@@ -1,0 +1,171 @@
+"""The visit log: one JSON line per recorded visit and per download, for reports.
+
+The store keeps the *current* state of each URL; history over time (freshness and bytes
+per run, outcomes per cycle) needs a log. :class:`VisitLog` appends to the file named by
+:setting:`FRESH_VISIT_LOG` (a relative path lives under the project's ``.scrapy``
+directory, like :setting:`FRESH_SQLITE_PATH`). ``scrapy-fresh report`` reads it.
+
+.. warning::
+
+   The line format is internal and may change between versions. Each line is a JSON
+   object with ``"e"`` (event) ``"run"``, ``"visit"`` or ``"fetch"``, ``"t"`` (the
+   crawl's clock, Unix seconds) and ``"run"`` (an id per crawl process).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from scrapy import signals
+from scrapy.exceptions import NotConfigured
+
+from scrapy_fresh import default_settings
+from scrapy_fresh.runtime import FreshRuntime, resolve_sqlite_path
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from typing_extensions import Self
+
+    from scrapy_fresh.frontier.revisit import Outcome
+    from scrapy_fresh.store.base import PageState
+
+__all__ = ["VisitLog", "resolve_visit_log_path", "wire_bytes"]
+
+logger = logging.getLogger(__name__)
+
+
+def resolve_visit_log_path(path: str) -> str:
+    """:setting:`FRESH_VISIT_LOG` resolved: relative paths go under ``.scrapy/``."""
+    return resolve_sqlite_path(path)
+
+
+def wire_bytes(status: int, headers: Any, body: bytes) -> int:
+    """Bytes of an HTTP/1.1 answer as received: status line, headers and body.
+
+    >>> wire_bytes(304, {b"ETag": [b'"abc"']}, b"")  # status line 15, header 13, blank 2
+    30
+    """
+    size = len(f"HTTP/1.1 {status} \r\n") + 2 + len(body)
+    for name, values in headers.items():
+        for value in values if isinstance(values, list) else [values]:
+            size += len(name) + len(value) + 4
+    return size
+
+
+class VisitLog:
+    """Extension: append each visit outcome and each download to :setting:`FRESH_VISIT_LOG`.
+
+    Installed by the add-on; off when :setting:`FRESH_VISIT_LOG` is empty or
+    :setting:`FRESH_ENABLED` is False. Lines are written as they happen (line-buffered),
+    so a killed crawl keeps what it logged.
+    """
+
+    def __init__(self, crawler: Crawler, path: str) -> None:
+        self.crawler = crawler
+        self.path = path
+        self.run_id = f"{int(time.time() * 1000):x}-{os.getpid()}"
+        self.runtime: FreshRuntime | None = None
+        self._file: TextIO | None = None
+        crawler.signals.connect(self._opened, signal=signals.spider_opened)
+        crawler.signals.connect(self._closed, signal=signals.spider_closed)
+        crawler.signals.connect(self._downloaded, signal=signals.response_downloaded)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        # Settings are validated (FreshRuntime.of) when the spider opens, as for the
+        # other components: a bad FRESH_* value fails the crawl, not the crawler's creation.
+        settings = crawler.settings
+        if not settings.getbool("FRESH_ENABLED", default_settings.FRESH_ENABLED):
+            raise NotConfigured("FRESH_ENABLED is False.")
+        path = settings.get("FRESH_VISIT_LOG", default_settings.FRESH_VISIT_LOG)
+        if not path:
+            raise NotConfigured("FRESH_VISIT_LOG is empty.")
+        return cls(crawler, str(path))
+
+    def _now(self) -> float:
+        return self.runtime.clock() if self.runtime is not None else time.time()
+
+    def _write(self, event: dict[str, Any]) -> None:
+        if self._file is None:
+            return
+        try:
+            self._file.write(json.dumps(event, separators=(",", ":")) + "\n")
+        except (OSError, ValueError) as exc:
+            logger.warning(
+                "scrapy_fresh visit log %(path)s: %(exc)s", {"path": self.path, "exc": exc}
+            )
+
+    def _base(self, event: str) -> dict[str, Any]:
+        return {"e": event, "t": self._now(), "run": self.run_id}
+
+    def _opened(self) -> None:
+        self.runtime = runtime = FreshRuntime.of(self.crawler)
+        runtime.outcome_listeners.append(self._visited)
+        self.path = resolve_visit_log_path(runtime.config.visit_log or self.path)
+        try:
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            self._file = open(self.path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115
+        except OSError as exc:
+            logger.warning(
+                "scrapy_fresh cannot open the visit log %(path)s: %(exc)s",
+                {"path": self.path, "exc": exc},
+            )
+            return
+        spider = self.crawler.spider
+        self._write(
+            {
+                **self._base("run"),
+                "phase": "open",
+                "spider": getattr(spider, "name", None),
+                "mode": runtime.config.mode,
+            }
+        )
+
+    def _closed(self, reason: str) -> None:
+        stats = self.crawler.stats.get_stats() if self.crawler.stats else {}
+        fresh = {k: v for k, v in stats.items() if k.startswith("fresh/")}
+        self._write({**self._base("run"), "phase": "close", "reason": reason, "stats": fresh})
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def _downloaded(self, response: Response, request: Request) -> None:
+        self._write(
+            {
+                **self._base("fetch"),
+                "url": request.url,
+                "method": request.method,
+                "status": response.status,
+                "bytes": wire_bytes(response.status, response.headers, response.body),
+                "key": request.meta.get("fresh_key"),
+            }
+        )
+
+    def _visited(self, state: PageState, outcome: Outcome, now: float) -> None:
+        self._write(
+            {
+                "e": "visit",
+                "t": now,
+                "run": self.run_id,
+                "key": state.key,
+                "url": state.url,
+                "host": state.host,
+                "provider": state.provider.value,
+                "outcome": outcome.value,
+                "status": state.status.value,
+                "p_c": state.p_c,
+                "refresh_secs": state.refresh_secs,
+                "next_due": state.next_due,
+                "visits": state.visits,
+                "changes": state.changes,
+                "change_rate": state.change_rate,
+                "content_length": state.content_length,
+            }
+        )

@@ -1,0 +1,315 @@
+"""Real crawls against a local news site that publishes update signals (tests/provider_server.py).
+
+Each crawl runs in a subprocess (tests/crawl_runner.py) with the add-on; later cycles run
+with a shifted clock, as cron would start them.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from scrapy_fresh.keys import url_key
+from scrapy_fresh.providers.ledger import iter_trust
+from scrapy_fresh.store.base import PageState, Provider
+from scrapy_fresh.store.sqlite import SQLiteStore
+
+pytestmark = pytest.mark.slow
+
+
+def _server_module() -> ModuleType:
+    name = "fresh_provider_server"
+    if name in sys.modules:
+        return sys.modules[name]
+    path = Path(__file__).with_name("provider_server.py")
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+news = _server_module()
+ARTICLES = [f"/a/{n}" for n in range(5)]
+BYPASS = {"fresh_enabled": False}
+
+
+def settings(db: Path, **extra: Any) -> dict[str, Any]:
+    return {
+        "ADDONS": {"scrapy_fresh.Addon": 0},
+        "FRESH_SQLITE_PATH": str(db),
+        "FRESH_VISIT_LOG": "",
+        "LOG_LEVEL": "INFO",
+        **extra,
+    }
+
+
+def records(db: Path) -> dict[str, PageState]:
+    store = SQLiteStore(str(db))
+    try:
+        return {"/" + s.url.split("/", 3)[3]: s for s in store.iterate()}
+    finally:
+        store.close()
+
+
+def trust(db: Path) -> dict[tuple[str, str], Any]:
+    store = SQLiteStore(str(db))
+    try:
+        return {(t.kind, t.host): t for t in iter_trust(store)}
+    finally:
+        store.close()
+
+
+def start(
+    server: Any, *paths: str, callback: str = "parse_item", meta: Any = None
+) -> list[dict[str, Any]]:
+    return [{"url": server.url(p), "callback": callback, "meta": meta or {}} for p in paths]
+
+
+def test_honest_sitemap_makes_changed_pages_due_and_earns_trust(
+    crawl: Any, tmp_path: Path
+) -> None:
+    db = tmp_path / "s.sqlite"
+    site = news.NewsSite()
+    with news.NewsServer(site) as server:
+        first = crawl(
+            {
+                "settings": settings(db),
+                "start": [
+                    *start(server, "/sitemap.xml", callback="parse_noitem"),
+                    *start(server, *ARTICLES),
+                ],
+            },
+            tmp_path / "c1",
+        )
+        assert first.stat("fresh/new") == 6
+        after1 = records(db)
+        # Last-Modified and sitemap lastmod: every article is smart, without annotation
+        assert {after1[p].provider for p in ARTICLES} == {Provider.SMART}
+        assert all(after1[p].past_updates for p in ARTICLES)
+        assert first.stat("fresh/providers/documents/sitemap") == 1
+        time.sleep(1.1)
+        site.change("/a/1")
+        site.change("/a/3")
+        # 60 s later (nothing is due by the refresh rule: one day): read the sitemap only
+        # (a sitemap read every cycle bypasses the due-time schedule: fresh_enabled=False)
+        second = crawl(
+            {
+                "settings": settings(db),
+                "clock_offset": 60.0,
+                "start": start(server, "/sitemap.xml", callback="parse_noitem", meta=BYPASS),
+            },
+            tmp_path / "c2",
+        )
+        assert second.stat("fresh/requests/refresh") == 0
+        after2 = records(db)
+        due = sorted(p for p in ARTICLES if after2[p].next_due <= time.time() + 60)
+        assert due == ["/a/1", "/a/3"]
+        assert second.stat("fresh/providers/due_now") == 2
+        # the next cycle fetches exactly those two, finds them changed, trusts the sitemap
+        before = {p: site.requests(p) for p in ARTICLES}
+        third = crawl(
+            {"settings": settings(db), "clock_offset": 120.0, "start": []}, tmp_path / "c3"
+        )
+        fetched = sorted(p for p in ARTICLES if site.requests(p) > before[p])
+        assert fetched == ["/a/1", "/a/3"]
+        assert third.stat("fresh/changed") == 2
+        assert third.stat("fresh/trust/confirmed") >= 2
+        assert third.stat("fresh/trust/refuted") == 0
+    ledger = trust(db)
+    host = f"127.0.0.1:{server.port}"
+    assert not ledger[("sitemap", host)].record.demoted
+    assert ledger[("sitemap", host)].record.observations == 2
+    assert ledger[("sitemap", host)].record.refuted == 0
+
+
+def test_lying_sitemap_is_demoted_and_stops_steering_the_crawl(crawl: Any, tmp_path: Path) -> None:
+    db = tmp_path / "s.sqlite"
+    site = news.NewsSite(lie=True)  # every lastmod is "now", nothing ever changes
+    with news.NewsServer(site) as server:
+        host = f"127.0.0.1:{server.port}"
+        crawl({"settings": settings(db), "start": start(server, *ARTICLES)}, tmp_path / "c1")
+        time.sleep(1.1)
+        crawl(
+            {
+                "settings": settings(db),
+                "clock_offset": 60.0,
+                "start": start(server, "/sitemap.xml", callback="parse_noitem", meta=BYPASS),
+            },
+            tmp_path / "c2",
+        )
+        after2 = records(db)
+        assert all(after2[p].next_due <= time.time() + 60 for p in ARTICLES)  # believed
+        third = crawl(
+            {"settings": settings(db), "clock_offset": 120.0, "start": []}, tmp_path / "c3"
+        )
+        assert third.stat("fresh/unchanged") == 5
+        assert third.stat("fresh/trust/refuted") == 5
+        assert third.stat("fresh/trust/demoted") == 1
+        assert "sitemap signals of 127.0.0.1" in third.log
+        assert trust(db)[("sitemap", host)].record.demoted
+        # the lie goes on: it is recorded and checked, but no page is made due by it
+        time.sleep(1.1)
+        fourth = crawl(
+            {
+                "settings": settings(db),
+                "clock_offset": 180.0,
+                "start": start(server, "/sitemap.xml", callback="parse_noitem", meta=BYPASS),
+            },
+            tmp_path / "c4",
+        )
+        assert fourth.stat("fresh/providers/untrusted_claims") == 5
+        assert fourth.stat("fresh/providers/due_now") == 0
+        after4 = records(db)
+        assert all(after4[p].next_due > time.time() + 3600 for p in ARTICLES)
+        assert {after4[p].provider for p in ARTICLES} == {Provider.SMART}  # Last-Modified
+
+
+def test_feed_schedule_makes_the_feed_super_and_due_after_the_announced_update(
+    crawl: Any, tmp_path: Path
+) -> None:
+    db = tmp_path / "s.sqlite"
+    site = news.NewsSite(sy_period="hourly", ttl_minutes=10)
+    with news.NewsServer(site) as server:
+        result = crawl(
+            {
+                "settings": settings(db),
+                "start": [
+                    *start(server, "/feed.xml", callback="parse_noitem"),
+                    *start(server, *ARTICLES),
+                ],
+            },
+            tmp_path / "c1",
+        )
+        now = time.time()
+        assert result.stat("fresh/providers/documents/rss") == 1
+        feed = records(db)["/feed.xml"]
+        assert feed.provider is Provider.SUPER
+        upcoming = [t for t, _ in feed.future_updates]
+        assert len(upcoming) == 3
+        assert upcoming[0] % 3600 == 0
+        # due at the first slot after the next full hour, not in a day; never before the ttl
+        assert feed.next_due == pytest.approx(max(upcoming[0] + 1, feed.last_crawl + 600))
+        assert feed.next_due < now + 3602
+        # the items' pubDates are past updates of the articles
+        for path in ARTICLES:
+            article = records(db)[path]
+            assert int(site.articles[path].modified) in {int(t) for t in article.past_updates}
+
+
+def test_spider_meta_schedule_and_updates_and_fixed_levels(crawl: Any, tmp_path: Path) -> None:
+    db = tmp_path / "s.sqlite"
+    site = news.NewsSite()
+    now = time.time()
+    with news.NewsServer(site) as server:
+        schedule = {"fresh_schedule": [[now + 900, 0.9], [now - 5, 0.9], ["soon", 2]]}
+        fixed = {"fresh_schedule": [[now + 900, 0.9]], "fresh_provider": "normal"}
+        result = crawl(
+            {
+                "settings": settings(db, FRESH_PROVIDERS={"localhost": "smart"}),
+                "start": [
+                    *start(server, "/a/0", meta=schedule),
+                    *start(server, "/a/1", meta=fixed),
+                ],
+            },
+            tmp_path / "c1",
+        )
+        assert result.stat("fresh/providers/skipped/bad_meta") == 1
+        got = records(db)
+        assert got["/a/0"].provider is Provider.SUPER
+        assert [t for t, _ in got["/a/0"].future_updates] == [pytest.approx(now + 900)]
+        assert got["/a/0"].next_due == pytest.approx(now + 901)
+        # fixed by the request: the level stays, and the slot rule (super only) is not used
+        assert got["/a/1"].provider is Provider.NORMAL
+        assert got["/a/1"].next_due > now + 3600
+
+
+def test_autodetect_off_keeps_pages_normal(crawl: Any, tmp_path: Path) -> None:
+    db = tmp_path / "s.sqlite"
+    site = news.NewsSite(sy_period="hourly")
+    with news.NewsServer(site) as server:
+        crawl(
+            {
+                "settings": settings(db, FRESH_PROVIDER_AUTODETECT=False),
+                "start": [
+                    *start(server, "/feed.xml", callback="parse_noitem"),
+                    *start(server, *ARTICLES),
+                ],
+            },
+            tmp_path / "c1",
+        )
+    got = records(db)
+    assert {s.provider for s in got.values()} == {Provider.NORMAL}
+    assert got["/feed.xml"].future_updates  # the data is kept all the same
+
+
+def test_hostile_documents_in_a_crawl_are_refused_and_counted(crawl: Any, tmp_path: Path) -> None:
+    db = tmp_path / "s.sqlite"
+    site = news.NewsSite(bomb_bytes=40 << 20)
+    with news.NewsServer(site) as server:
+        result = crawl(
+            {
+                "settings": settings(db, FRESH_PROVIDER_MAX_INFLATED_BYTES=4 << 20),
+                "start": [
+                    *start(
+                        server,
+                        "/bomb.xml.gz",
+                        "/laughs.xml",
+                        "/garbage.xml",
+                        "/sitemap_index.xml",
+                        "/sitemap.xml.gz",
+                        callback="parse_noitem",
+                    ),
+                    *start(server, "/a/0"),
+                ],
+            },
+            tmp_path / "c1",
+        )
+    assert result.stat("fresh/providers/outcome/too_large") == 1
+    assert result.stat("fresh/providers/outcome/entities_refused") == 1
+    assert result.stat("fresh/providers/documents/sitemapindex") == 1
+    assert result.stat("fresh/providers/documents/sitemap") == 2  # the gzip one + the bomb
+    assert "too_large provider document" in result.log
+    assert result.stat("fresh/new") == 6  # every page is still judged and recorded
+    got = records(db)
+    # the gzip sitemap's lastmods reached the article fetched in the same run
+    assert int(site.articles["/a/0"].modified) in {int(t) for t in got["/a/0"].past_updates}
+    assert url_key(server.url("/a/0")) == got["/a/0"].key
+
+
+def test_pushed_notification_gets_the_page_fetched_in_the_next_cycle(
+    crawl: Any, tmp_path: Path
+) -> None:
+    from scrapy_fresh.notify import record_changes
+
+    db = tmp_path / "s.sqlite"
+    site = news.NewsSite()
+    with news.NewsServer(site) as server:
+        crawl({"settings": settings(db), "start": start(server, *ARTICLES)}, tmp_path / "c1")
+        time.sleep(1.1)
+        site.change("/a/2")
+        store = SQLiteStore(str(db))
+        try:
+            result = record_changes(store, [server.url("/a/2")])
+        finally:
+            store.close()
+        assert result.updated == [server.url("/a/2")]
+        before = {p: site.requests(p) for p in ARTICLES}
+        second = crawl(
+            {"settings": settings(db), "clock_offset": 60.0, "start": []}, tmp_path / "c2"
+        )
+        assert sorted(p for p in ARTICLES if site.requests(p) > before[p]) == ["/a/2"]
+        assert second.stat("fresh/changed") == 1
+        assert second.stat("fresh/trust/confirmed") == 2  # the push and Last-Modified
+    ledger = trust(db)
+    host = f"127.0.0.1:{server.port}"
+    assert ledger[("push", host)].record.observations == 1
+    assert ledger[("http-lastmod", host)].record.confirmed > 0

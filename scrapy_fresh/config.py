@@ -7,6 +7,7 @@ A bad value stops the crawl at start-up with a :class:`~scrapy_fresh.exceptions.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,8 @@ __all__ = ["CHECK_MODES", "MODES", "STORES", "FreshConfig", "parse_provider"]
 MODES = ("cycle", "continuous")
 CHECK_MODES = ("auto", "conditional", "head", "none")
 STORES = ("sqlite", "memory", "redis")
+#: A path whose only placeholder is %(spider)s (and %% for a literal %).
+_SPIDER_TEMPLATE = re.compile(r"(?:[^%]|%%|%\(spider\)s)*")
 _PROVIDERS = tuple(p.value for p in Provider)
 
 
@@ -45,8 +48,14 @@ def _setting(settings: BaseSettings, name: str) -> Any:
     return settings.get(name, getattr(default_settings, name))
 
 
-def _number(settings: BaseSettings, name: str, *, low: float | None = None,
-            low_open: bool = False, high: float | None = None) -> float:
+def _number(
+    settings: BaseSettings,
+    name: str,
+    *,
+    low: float | None = None,
+    low_open: bool = False,
+    high: float | None = None,
+) -> float:
     raw = _setting(settings, name)
     if isinstance(raw, bool):
         raise ConfigError(f"{name} ({raw!r}) must be a number, not a boolean.")
@@ -90,7 +99,9 @@ def _providers(settings: BaseSettings) -> dict[str, Provider]:
     result: dict[str, Provider] = {}
     for domain, level in raw.items():
         if not isinstance(domain, str) or not domain.strip():
-            raise ConfigError(f"FRESH_PROVIDERS has a bad domain {domain!r}; expected a host name.")
+            raise ConfigError(
+                f"FRESH_PROVIDERS has a bad domain {domain!r}; expected a host name."
+            )
         result[domain.strip().lower().lstrip(".")] = parse_provider(
             level, f"FRESH_PROVIDERS[{domain!r}]"
         )
@@ -103,7 +114,7 @@ class FreshConfig:
 
     enabled: bool = True
     store: str = "sqlite"
-    sqlite_path: str = "fresh/state.sqlite"
+    sqlite_path: str = "fresh/%(spider)s.sqlite"
     mode: str = "cycle"
     cycle_budget: int = 0
     new_url_share: float = 0.2
@@ -149,12 +160,17 @@ class FreshConfig:
         sqlite_path = _setting(settings, "FRESH_SQLITE_PATH")
         if not isinstance(sqlite_path, str) or not sqlite_path.strip():
             raise ConfigError(f"FRESH_SQLITE_PATH ({sqlite_path!r}) must be a non-empty path.")
+        if _SPIDER_TEMPLATE.fullmatch(sqlite_path) is None:
+            raise ConfigError(
+                f"FRESH_SQLITE_PATH ({sqlite_path!r}) must be a path in which %(spider)s (the "
+                "spider's name) is the only placeholder; write a literal % as %%."
+            )
         visit_log = _setting(settings, "FRESH_VISIT_LOG")
         if visit_log is None:
             visit_log = ""
         if not isinstance(visit_log, str):
             raise ConfigError(
-                f"FRESH_VISIT_LOG ({visit_log!r}) must be a file path, or \"\" for no log."
+                f'FRESH_VISIT_LOG ({visit_log!r}) must be a file path, or "" for no log.'
             )
         redis_key = _setting(settings, "FRESH_REDIS_KEY")
         try:
@@ -187,8 +203,9 @@ class FreshConfig:
             cycle_budget=_integer(settings, "FRESH_CYCLE_BUDGET", low=0),
             new_url_share=_number(settings, "FRESH_NEW_URL_SHARE", low=0.0, high=1.0),
             check=_choice(settings, "FRESH_CHECK", CHECK_MODES),
-            default_refresh_secs=_number(settings, "FRESH_DEFAULT_REFRESH_SECS", low=0.0,
-                                         low_open=True),
+            default_refresh_secs=_number(
+                settings, "FRESH_DEFAULT_REFRESH_SECS", low=0.0, low_open=True
+            ),
             min_refresh_secs=_number(settings, "FRESH_MIN_REFRESH_SECS", low=0.0, low_open=True),
             max_refresh_secs=_number(settings, "FRESH_MAX_REFRESH_SECS", low=0.0, low_open=True),
             pc_lower=_number(settings, "FRESH_PC_LOWER", low=0.0, low_open=True, high=1.0),
@@ -199,11 +216,13 @@ class FreshConfig:
                 "FRESH_DROP_UNCHANGED_ITEMS", default_settings.FRESH_DROP_UNCHANGED_ITEMS
             ),
             fingerprint_fields=fp_fields,
-            fingerprint_threshold_bits=_integer(settings, "FRESH_FINGERPRINT_THRESHOLD_BITS",
-                                                low=0),
+            fingerprint_threshold_bits=_integer(
+                settings, "FRESH_FINGERPRINT_THRESHOLD_BITS", low=0
+            ),
             gone_confirmations=_integer(settings, "FRESH_GONE_CONFIRMATIONS", low=1),
-            error_backoff_secs=_number(settings, "FRESH_ERROR_BACKOFF_SECS", low=0.0,
-                                       low_open=True),
+            error_backoff_secs=_number(
+                settings, "FRESH_ERROR_BACKOFF_SECS", low=0.0, low_open=True
+            ),
             priority_alpha=_number(settings, "FRESH_PRIORITY_ALPHA", low=0.0, high=1.0),
             priority_beta=_number(settings, "FRESH_PRIORITY_BETA", low=0.0, high=1.0),
             priority_window_cycles=_integer(settings, "FRESH_PRIORITY_WINDOW_CYCLES", low=2),

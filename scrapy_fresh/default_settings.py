@@ -61,7 +61,7 @@ FRESH_REDIS_KEY = "%(spider)s:fresh"
 #: Redis frontier: seconds a worker holds a URL it took before another worker may take it.
 FRESH_REDIS_LEASE_SECS = 600.0
 #: Path of the SQLite store; a relative path is resolved under the project's .scrapy/ dir.
-FRESH_SQLITE_PATH = "fresh/state.sqlite"
+FRESH_SQLITE_PATH = "fresh/%(spider)s.sqlite"
 #: Learn per host and signal kind whether a provider's signals hold; ignore them if not.
 FRESH_TRUST = True
 #: Trust (0-1) at or above which a demoted host's signals are used again.

@@ -73,6 +73,11 @@ def resolve_sqlite_path(path: str) -> str:
     return str(Path(directory) / target.name)
 
 
+def spider_path(path: str, crawler: Crawler) -> str:
+    """:setting:`FRESH_SQLITE_PATH` with ``%(spider)s`` replaced by the spider's name."""
+    return path % {"spider": getattr(crawler.spidercls, "name", None) or "spider"}
+
+
 def build_store(config: FreshConfig, crawler: Crawler) -> StateStore:
     """Open the store :setting:`FRESH_STORE` names."""
     if config.store == "memory":
@@ -82,15 +87,16 @@ def build_store(config: FreshConfig, crawler: Crawler) -> StateStore:
     if config.store == "sqlite":
         from scrapy_fresh.store.sqlite import SQLiteStore
 
-        return SQLiteStore(resolve_sqlite_path(config.sqlite_path))
+        return SQLiteStore(resolve_sqlite_path(spider_path(config.sqlite_path, crawler)))
     if config.store == "redis":
+        from scrapy_fresh.distributed import OutageSafeStore
         from scrapy_fresh.frontier.redis_frontier import open_redis_store
 
         prefix = config.redis_key % {"spider": getattr(crawler.spidercls, "name", "spider")}
         params = ScoreParams(
             alpha=config.priority_alpha, beta=config.priority_beta, s=config.priority_window_cycles
         )
-        return open_redis_store(crawler.settings, prefix, params)
+        return OutageSafeStore(open_redis_store(crawler.settings, prefix, params))
     try:
         factory = load_object(config.store)
     except (ImportError, AttributeError, NameError, ValueError) as exc:
@@ -115,7 +121,7 @@ def _check_store_choice(config: FreshConfig) -> None:
             import scrapy_redis  # noqa: F401
         except ImportError as exc:
             raise ConfigError(_REDIS_MISSING.format(exc=exc)) from exc
-    if config.store not in ("memory", "sqlite"):
+    if config.store not in ("memory", "sqlite", "redis"):
         try:
             load_object(config.store)
         except (ImportError, AttributeError, NameError, ValueError) as exc:

@@ -174,3 +174,23 @@ def test_addon_warns_when_a_project_scheduler_wins(caplog: pytest.LogCaptureFixt
     )
     assert crawler.settings["SCHEDULER"] == "scrapy.core.scheduler.Scheduler"
     assert "needs scrapy_fresh.scheduler.FreshScheduler" in caplog.text
+
+
+def test_each_spider_has_its_own_sqlite_store_by_default(tmp_path: Path) -> None:
+    class Other(Spider):
+        name = "other"
+
+    paths = []
+    for spidercls in (_Spider, Other):
+        settings = {"FRESH_SQLITE_PATH": str(tmp_path / "%(spider)s.sqlite")}
+        runtime = FreshRuntime.of(get_crawler(spidercls, settings))
+        paths.append(runtime.store.path)  # type: ignore[attr-defined]
+        runtime.close_store()
+    assert paths == [str(tmp_path / f"{_Spider.name}.sqlite"), str(tmp_path / "other.sqlite")]
+    assert all(Path(p).is_file() for p in paths)
+
+
+@pytest.mark.parametrize("path", ["fresh/%(name)s.sqlite", "fresh/100%.sqlite"])
+def test_sqlite_path_with_a_bad_placeholder_fails_at_start_up(path: str) -> None:
+    with pytest.raises(ConfigError, match=r"FRESH_SQLITE_PATH .* %\(spider\)s"):
+        FreshRuntime.of(get_crawler(_Spider, {"FRESH_SQLITE_PATH": path}))

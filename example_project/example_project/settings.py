@@ -36,11 +36,11 @@ FRESH_NEW_URL_SHARE = 0.2
 # How to check a known page cheaply: "auto" sends If-None-Match / If-Modified-Since
 # where the page has validators and learns per host whether a HEAD probe is better.
 FRESH_CHECK = "auto"
-# Where URL records live: SQLite files under .scrapy/ (one machine). Each spider here
-# names its own file in custom_settings (fresh/news.sqlite, ...): a store belongs to
-# one spider, whose callbacks rebuild its due requests.
+# Where URL records live: SQLite files under .scrapy/ (one machine), one per spider
+# (%(spider)s is the spider's name): a store belongs to one spider, whose callbacks
+# rebuild its due requests.
 FRESH_STORE = "sqlite"
-FRESH_SQLITE_PATH = "fresh/state.sqlite"
+FRESH_SQLITE_PATH = "fresh/%(spider)s.sqlite"
 # The visit log `scrapy-fresh report` draws its history from ("" = no log).
 FRESH_VISIT_LOG = "fresh/visits.jsonl"
 # A new page is first revisited after this long (then its own history decides).

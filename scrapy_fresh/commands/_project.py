@@ -42,8 +42,9 @@ def add_store_arguments(parser: argparse.ArgumentParser) -> None:
 
 def project_config(overrides: list[str] | None = None) -> tuple[FreshConfig, list[str]]:
     """The validated settings of the project around the working directory (or the
-    defaults outside one), and the store paths its spiders set for themselves
-    (``custom_settings["FRESH_SQLITE_PATH"]``)."""
+    defaults outside one), and the store path of each of its spiders: the project's
+    :setting:`FRESH_SQLITE_PATH` or the spider's own ``custom_settings`` one, with
+    ``%(spider)s`` replaced by the spider's name."""
     from scrapy.settings import Settings
     from scrapy.utils.project import get_project_settings, inside_project
 
@@ -54,17 +55,22 @@ def project_config(overrides: list[str] | None = None) -> tuple[FreshConfig, lis
         if not sep or not name:
             raise ConfigError(f"-s {item!r}: expected NAME=VALUE.")
         settings.set(name, value, priority="cmdline")
+    config = FreshConfig.from_settings(settings)
     spider_paths: list[str] = []
-    if inside and settings.getpriority("FRESH_SQLITE_PATH") != 40:  # not given with -s
+    if inside:
         from scrapy.spiderloader import get_spider_loader
 
         loader = get_spider_loader(settings)
+        given = settings.getpriority("FRESH_SQLITE_PATH") == 40  # with -s: for every spider
         for name in loader.list():
             custom = getattr(loader.load(name), "custom_settings", None) or {}
             path = custom.get("FRESH_SQLITE_PATH")
-            if isinstance(path, str) and path not in spider_paths:
+            if given or not isinstance(path, str):
+                path = config.sqlite_path
+            path = path % {"spider": name}
+            if path not in spider_paths:
                 spider_paths.append(path)
-    return FreshConfig.from_settings(settings), spider_paths
+    return config, spider_paths
 
 
 def resolve_path(path: str) -> Path:
@@ -124,7 +130,13 @@ def read_stores(
                 f"FRESH_STORE is {config.store!r}: these commands read SQLite stores only; "
                 "give the store file with --sqlite-path."
             )
-        candidates = [resolve_path(config.sqlite_path)] + [resolve_path(p) for p in spider_paths]
+        if not spider_paths and "%(spider)s" in config.sqlite_path:
+            raise ConfigError(
+                f"FRESH_SQLITE_PATH ({config.sqlite_path!r}) names one store per spider; run "
+                "the command inside the Scrapy project, or give the store file with "
+                "--sqlite-path."
+            )
+        candidates = [resolve_path(p) for p in spider_paths or [config.sqlite_path % {}]]
         paths = [p for p in candidates if p.is_file()] or candidates[:1]
     states: dict[str, PageState] = {}
     sites: dict[str, SiteState] = {}

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from typing import Any, ClassVar
+from typing import Any
 
 import scrapy
 from scrapy.http import Response
@@ -16,9 +16,6 @@ class BlogSpider(scrapy.Spider):
     name = "blog"
     # Xu et al.'s provider level: past update times are known.
     fresh_provider = "smart"
-    # One store per spider: a cycle re-crawls the due pages of *its* store, with this
-    # spider's callbacks (the store keeps callbacks by name).
-    custom_settings: ClassVar[dict[str, Any]] = {"FRESH_SQLITE_PATH": "fresh/blog.sqlite"}
 
     async def start(self) -> AsyncIterator[Any]:
         base = self.settings.get("DEMO_SITE_URL").rstrip("/")

@@ -4,7 +4,7 @@ ETag/Last-Modified, some no validators, some a footer that changes on every requ
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from typing import Any, ClassVar
+from typing import Any
 
 import scrapy
 from scrapy.http import Response
@@ -16,9 +16,6 @@ class DocsSpider(scrapy.Spider):
     name = "docs"
     # Xu et al.'s provider level: only our own visits show whether a page changed.
     fresh_provider = "normal"
-    # One store per spider: a cycle re-crawls the due pages of *its* store, with this
-    # spider's callbacks (the store keeps callbacks by name).
-    custom_settings: ClassVar[dict[str, Any]] = {"FRESH_SQLITE_PATH": "fresh/docs.sqlite"}
 
     async def start(self) -> AsyncIterator[Any]:
         base = self.settings.get("DEMO_SITE_URL").rstrip("/")

@@ -4,7 +4,7 @@ sy:updateFrequency, sy:updateBase, ttl) and dates every item (pubDate)."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from typing import Any, ClassVar
+from typing import Any
 
 import scrapy
 from scrapy.http import Response
@@ -16,9 +16,6 @@ class NewsSpider(scrapy.Spider):
     name = "news"
     # Xu et al.'s provider level: future updates are announced.
     fresh_provider = "super"
-    # One store per spider: a cycle re-crawls the due pages of *its* store, with this
-    # spider's callbacks (the store keeps callbacks by name).
-    custom_settings: ClassVar[dict[str, Any]] = {"FRESH_SQLITE_PATH": "fresh/news.sqlite"}
 
     async def start(self) -> AsyncIterator[Any]:
         base = self.settings.get("DEMO_SITE_URL").rstrip("/")

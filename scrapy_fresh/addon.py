@@ -9,7 +9,10 @@ It is the same as setting, by hand::
     }
     SPIDER_MIDDLEWARES = {"scrapy_fresh.middlewares.FreshSpiderMiddleware": 40}
     ITEM_PIPELINES = {"scrapy_fresh.pipelines.FreshItemPipeline": 100}
-    EXTENSIONS = {"scrapy_fresh.visitlog.VisitLog": 0}
+    EXTENSIONS = {
+        "scrapy_fresh.visitlog.VisitLog": 0,
+        "scrapy_fresh.progress.FreshProgress": 0,
+    }
 """
 
 from __future__ import annotations
@@ -51,6 +54,8 @@ EXTRA_COMPONENTS = [
         "scrapy_fresh.provider_middleware.FreshProviderMiddleware",
         535,
     ),
+    # Progress log lines (off when FRESH_PROGRESS_SECS is 0).
+    ("EXTENSIONS", "scrapy_fresh.progress.FreshProgress", 0),
 ]
 
 

@@ -135,6 +135,7 @@ class FreshConfig:
     priority_beta: float = 0.8
     priority_window_cycles: int = 5
     visit_log: str = "fresh/visits.jsonl"
+    progress_secs: float = 30.0
     redis_key: str = "%(spider)s:fresh"
     redis_lease_secs: float = 600.0
     provider_signals: bool = True
@@ -227,6 +228,7 @@ class FreshConfig:
             priority_beta=_number(settings, "FRESH_PRIORITY_BETA", low=0.0, high=1.0),
             priority_window_cycles=_integer(settings, "FRESH_PRIORITY_WINDOW_CYCLES", low=2),
             visit_log=visit_log.strip(),
+            progress_secs=_number(settings, "FRESH_PROGRESS_SECS", low=0.0),
             redis_key=redis_key.strip(),
             redis_lease_secs=_number(settings, "FRESH_REDIS_LEASE_SECS", low=0.0, low_open=True),
             provider_signals=settings.getbool(

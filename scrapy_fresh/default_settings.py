@@ -60,6 +60,8 @@ FRESH_PRIORITY_WINDOW_CYCLES = 5
 FRESH_REDIS_KEY = "%(spider)s:fresh"
 #: Redis frontier: seconds a worker holds a URL it took before another worker may take it.
 FRESH_REDIS_LEASE_SECS = 600.0
+#: Seconds between progress log lines of a crawl (0: none); see scrapy_fresh.progress.
+FRESH_PROGRESS_SECS = 30.0
 #: Path of the SQLite store; a relative path is resolved under the project's .scrapy/ dir.
 FRESH_SQLITE_PATH = "fresh/%(spider)s.sqlite"
 #: Learn per host and signal kind whether a provider's signals hold; ignore them if not.

@@ -37,7 +37,14 @@ if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
 
-__all__ = ["OUTCOME_STATS", "FreshRuntime", "Lease", "build_store", "resolve_sqlite_path"]
+__all__ = [
+    "OUTCOME_STATS",
+    "FreshRuntime",
+    "Lease",
+    "build_store",
+    "resolve_sqlite_path",
+    "spider_path",
+]
 
 logger = logging.getLogger(__name__)
 

@@ -10,6 +10,7 @@ import pytest
 from scrapy import Spider
 from scrapy.core.downloader.middleware import DownloaderMiddlewareManager
 from scrapy.core.spidermw import SpiderMiddlewareManager
+from scrapy.extension import ExtensionManager
 from scrapy.exceptions import NotConfigured
 from scrapy.pipelines import ItemPipelineManager
 from scrapy.utils.misc import load_object
@@ -19,6 +20,7 @@ import scrapy_fresh
 from scrapy_fresh.exceptions import ConfigError
 from scrapy_fresh.middlewares import FreshDownloaderMiddleware, FreshSpiderMiddleware
 from scrapy_fresh.pipelines import FreshItemPipeline
+from scrapy_fresh.progress import FreshProgress
 from scrapy_fresh.runtime import FreshRuntime, resolve_sqlite_path
 from scrapy_fresh.scheduler import FreshScheduler
 
@@ -33,6 +35,10 @@ MANUAL = {
     },
     "SPIDER_MIDDLEWARES": {"scrapy_fresh.middlewares.FreshSpiderMiddleware": 40},
     "ITEM_PIPELINES": {"scrapy_fresh.pipelines.FreshItemPipeline": 100},
+    "EXTENSIONS": {
+        "scrapy_fresh.visitlog.VisitLog": 0,
+        "scrapy_fresh.progress.FreshProgress": 0,
+    },
 }
 
 
@@ -47,6 +53,7 @@ def _stack(settings: dict[str, Any]) -> tuple[Any, ...]:
         [type(m) for m in DownloaderMiddlewareManager.from_crawler(crawler).middlewares],
         [type(m) for m in SpiderMiddlewareManager.from_crawler(crawler).middlewares],
         [type(m) for m in ItemPipelineManager.from_crawler(crawler).middlewares],
+        [type(m) for m in ExtensionManager.from_crawler(crawler).middlewares],
     )
 
 
@@ -54,7 +61,8 @@ def test_addon_stack_equals_manual_stack() -> None:
     addon = _stack({"ADDONS": {"scrapy_fresh.Addon": 0}})
     manual = _stack(MANUAL)
     assert addon == manual
-    scheduler, downloader, spider, pipelines = addon
+    scheduler, downloader, spider, pipelines, extensions = addon
+    assert FreshProgress in extensions
     assert scheduler is FreshScheduler
     assert FreshDownloaderMiddleware in downloader
     assert FreshSpiderMiddleware in spider
@@ -76,7 +84,7 @@ def test_manual_setup_is_the_documented_one() -> None:
 
 def test_addon_is_exported_and_respects_fresh_enabled() -> None:
     assert scrapy_fresh.Addon is load_object("scrapy_fresh.Addon")
-    scheduler, downloader, _, pipelines = _stack(
+    scheduler, downloader, _, pipelines, _ = _stack(
         {"ADDONS": {"scrapy_fresh.Addon": 0}, "FRESH_ENABLED": False}
     )
     assert scheduler is not FreshScheduler
@@ -105,8 +113,8 @@ def test_components_refuse_to_run_when_disabled() -> None:
 def test_bad_settings_fail_when_components_are_built(
     settings: dict[str, Any], words: list[str]
 ) -> None:
-    crawler = get_crawler(_Spider, {"ADDONS": {"scrapy_fresh.Addon": 0}, **settings})
-    with pytest.raises(ConfigError) as info:
+    with pytest.raises(ConfigError) as info:  # when the crawler builds its extensions
+        crawler = get_crawler(_Spider, {"ADDONS": {"scrapy_fresh.Addon": 0}, **settings})
         DownloaderMiddlewareManager.from_crawler(crawler)
     for word in words:
         assert word in str(info.value)

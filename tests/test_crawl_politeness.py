@@ -83,3 +83,25 @@ def test_crawl_delay_is_honoured_while_other_hosts_keep_flowing(
             assert max(r.time for r in server.site.log) < second_slow_page
             # No Crawl-delay there: everything went at once.
             assert max(_gaps(server.site.log)) < crawl_delay / 2
+
+
+@pytest.mark.slow
+def test_long_runs_log_their_progress(mockserver: Any, crawl: Any, tmp_path: Path) -> None:
+    site = mockserver.MockSite(count=8)
+    with mockserver.MockServer(site) as server:
+        result = crawl(
+            {
+                "settings": {
+                    "ADDONS": {"scrapy_fresh.Addon": 0},
+                    "FRESH_SQLITE_PATH": str(tmp_path / "s.sqlite"),
+                    "FRESH_PROGRESS_SECS": 0.5,
+                    "DOWNLOAD_DELAY": 0.4,
+                },
+                "start": [{"url": server.url(p)} for p in site.paths(("v",))],
+            },
+            tmp_path,
+        )
+    lines = [line for line in result.log.splitlines() if "scrapy_fresh progress:" in line]
+    assert lines, result.log[-3000:]
+    assert " of 8 pages left;" in lines[0]
+    assert "not modified 0" in lines[0]

@@ -1,0 +1,373 @@
+"""The trace-driven simulator: loading, metrics, policies, the command line."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+from dataclasses import replace
+
+import pytest
+
+from scrapy_fresh.commands import main
+from scrapy_fresh.exceptions import FreshError
+from scrapy_fresh.frontier.revisit import RevisitPolicy
+from scrapy_fresh.policy.metrics import p_fresh_page, poisson_freshness, trace_metrics
+from scrapy_fresh.simulator import (
+    POLICY_NAMES,
+    ProviderMix,
+    SimClock,
+    SimConfig,
+    Trace,
+    TraceError,
+    load_trace,
+    measure,
+    poisson_trace,
+    run,
+    write_trace,
+)
+from scrapy_fresh.simulator.engine import build_context
+from scrapy_fresh.simulator.policies import Fresh
+from scrapy_fresh.simulator.trace import DAY
+
+# -- traces ---------------------------------------------------------------------------
+
+
+def test_load_plain_and_gzip_alike(tmp_path):
+    rows = "page,timestamp\nb,30\na,20\na,10\nb,5.5\n"
+    plain = tmp_path / "t.csv"
+    plain.write_text(rows)
+    packed = tmp_path / "t.data"  # gzip is detected from the bytes, not the name
+    packed.write_bytes(gzip.compress(rows.encode()))
+    for path in (plain, packed):
+        trace = load_trace(path)
+        assert trace.pages == ("b", "a")
+        assert trace.changes == ((5.5, 30.0), (10.0, 20.0))
+        assert (trace.start, trace.end) == (5.5, 30.0)
+
+
+def test_write_then_load_round_trip(tmp_path):
+    source = {"http://x.example/feed": [1.0, 2.5, 7.0], "pep-0008": [3.0]}
+    trace = load_trace(write_trace(tmp_path / "t.csv.gz", source))
+    assert dict(zip(trace.pages, trace.changes, strict=True)) == {
+        k: tuple(v) for k, v in source.items()
+    }
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("", "is empty"),
+        ("url,time\na,1\n", "header 'url,time' is not the expected 'page,timestamp'"),
+        ("page,timestamp\n", "has a header but no rows"),
+        ("page,timestamp\na,1\nb,yesterday\n", "line 3: timestamp 'yesterday' is not a finite"),
+        ("page,timestamp\na,nan\n", "line 2: timestamp 'nan'"),
+        ("page,timestamp\na,1,2\n", "line 2: 3 fields"),
+        ("page,timestamp\n ,1\n", "line 2: the page name is empty"),
+    ],
+)
+def test_bad_trace_files_say_where_and_why(tmp_path, content, expected):
+    path = tmp_path / "bad.csv"
+    path.write_text(content)
+    with pytest.raises(TraceError, match=expected) as info:
+        load_trace(path)
+    assert str(path) in str(info.value)
+    assert isinstance(info.value, FreshError)
+
+
+def test_missing_and_broken_gzip_files(tmp_path):
+    with pytest.raises(TraceError, match="cannot read trace file"):
+        load_trace(tmp_path / "nope.csv")
+    broken = tmp_path / "broken.csv.gz"
+    rows = "".join(f"p{i},{i}\n" for i in range(5000))
+    packed = gzip.compress(f"page,timestamp\n{rows}".encode())
+    broken.write_bytes(packed[: len(packed) // 2])
+    with pytest.raises(TraceError, match="cannot be read"):
+        load_trace(broken)
+
+
+def test_filter_and_window():
+    trace = Trace.from_changes({"a": [0, DAY, 40 * DAY], "b": [0, 1, 2], "c": []}, 0, 50 * DAY)
+    kept = trace.filtered(min_changes=3, min_span_days=30)
+    assert kept.pages == ("a",)
+    assert trace.window(0.5, 30 * DAY).changes == ((DAY,), (1.0, 2.0), ())
+    with pytest.raises(TraceError, match="no page"):
+        trace.filtered(min_changes=10)
+
+
+def test_clock_moves_forward_only():
+    clock = SimClock(10.0)
+    clock.advance_to(20.0)
+    assert clock() == 20.0
+    with pytest.raises(ValueError, match="cannot go back"):
+        clock.advance_to(5.0)
+
+
+# -- metrics --------------------------------------------------------------------------
+
+
+def test_measure_matches_policy_metrics_on_random_pages():
+    rng = random.Random(7)
+    for _ in range(40):
+        changes = sorted(rng.uniform(0, 100) for _ in range(rng.randint(0, 12)))
+        fetches = sorted(rng.uniform(0, 100) for _ in range(rng.randint(0, 6)))
+        accesses = sorted(rng.uniform(30, 100) for _ in range(rng.randint(1, 8)))
+        start = rng.choice([0.0, 30.0])
+        got = measure([changes], [fetches], [accesses], 0.0, [(start, 100.0)], time_unit=5.0)
+        want = trace_metrics(changes, [0.0, *fetches], start, 100.0)
+        assert got.freshness == pytest.approx(want.freshness, abs=1e-9)
+        assert got.age_mean_s == pytest.approx(want.age, rel=1e-9, abs=1e-9)
+        assert got.harmonic_staleness == pytest.approx(want.harmonic_staleness, rel=1e-9)
+        expected = []
+        for a in accesses:
+            last = max([0.0, *(f for f in fetches if f <= a)])
+            expected.append(p_fresh_page(changes, last, a, time_unit=5.0))
+        assert got.p_fresh == pytest.approx(sum(expected) / len(expected), rel=1e-9)
+        assert got.wasted_fetches <= got.fetches
+
+
+# -- policies ---------------------------------------------------------------------------
+
+RATES = [0.2, 0.5, 1.0, 2.0, 4.0, 8.0] * 4  # changes per day
+
+
+@pytest.fixture(scope="module")
+def mixed_trace():
+    return poisson_trace(RATES, 40, seed=3)
+
+
+@pytest.fixture(scope="module")
+def all_results(mixed_trace):
+    config = SimConfig(budget=1.0, seed=1)
+    return {name: run(mixed_trace, name, config) for name in POLICY_NAMES}
+
+
+def test_every_policy_runs_within_budget(all_results, mixed_trace):
+    allowed = 1.0 * len(mixed_trace) * mixed_trace.span / DAY
+    for name, result in all_results.items():
+        row = result.as_dict()
+        assert row["policy"] == name
+        assert 0.0 <= row["freshness"] <= 1.0
+        assert 0.0 <= row["p_fresh"] <= 1.0
+        assert row["fetches"] <= allowed + len(mixed_trace), name
+        assert 0 <= row["wasted_fetches"] <= row["fetches"]
+
+
+def test_clairvoyant_bounds_every_policy(all_results):
+    bound = all_results["clairvoyant"].metrics.freshness
+    assert all_results["clairvoyant"].wasted_fetches == 0
+    for name, result in all_results.items():
+        assert result.metrics.freshness <= bound + 1e-12, name
+    assert bound > all_results["uniform"].metrics.freshness + 0.05
+
+
+def test_cho_beats_proportional_on_poisson_pages(all_results):
+    cho = all_results["cho-oracle"].metrics.freshness
+    assert cho >= all_results["uniform"].metrics.freshness
+    assert cho > all_results["proportional"].metrics.freshness
+
+
+def test_uniform_matches_poisson_closed_form():
+    rate, budget = 2.0, 1.0
+    trace = poisson_trace([rate] * 60, 200, seed=11)
+    result = run(trace, "uniform", SimConfig(budget=budget, measure="trace"))
+    assert result.metrics.freshness == pytest.approx(poisson_freshness(rate, budget), abs=0.01)
+
+
+def test_fresh_uses_the_crawler_rules():
+    # Pages that change between every visit end at the minimum refresh time and pages
+    # that never change drift to the maximum: record_visit (Sharma & Dixit) at work.
+    fast = [i * 600.0 for i in range(1, 20 * 144)]
+    trace = Trace.from_changes({"fast": fast, "still": []}, 0.0, 20 * DAY)
+    revisit = RevisitPolicy(min_refresh_secs=3600.0, max_refresh_secs=8 * DAY)
+    ctx = build_context(trace, SimConfig(budget=24.0, revisit=revisit, measure="trace"))
+    policy = Fresh(ctx)
+    from scrapy_fresh.simulator.engine import _run_online
+
+    _run_online(policy, ctx)
+    fast_state, still_state = policy.states
+    assert fast_state.refresh_secs == 3600.0
+    assert fast_state.p_c > 0.9
+    assert still_state.refresh_secs == 8 * DAY
+    assert still_state.visits < fast_state.visits
+
+
+def test_fresh_ranks_due_pages_by_priority_score():
+    trace = Trace.from_changes({"a": [], "b": [], "c": []}, 0.0, 10 * DAY)
+    ctx = build_context(trace, SimConfig(measure="trace"))
+    policy = Fresh(ctx)
+    for page, last in enumerate([3 * DAY, 1 * DAY, 2 * DAY]):
+        state = policy.states[page]
+        state.last_crawl = last
+        state.next_due = last
+        policy._requeue(page)
+    assert policy.select(4 * DAY, 2) == [1, 2]  # crawled longest ago first
+
+
+def test_super_with_exact_announcements_beats_normal():
+    trace = poisson_trace([0.5, 1.0, 2.0, 4.0] * 5, 30, seed=5)
+    base = SimConfig(budget=1.0, seed=2, measure="trace")
+    normal = run(trace, "fresh", base).metrics
+    smart = run(trace, "fresh", replace(base, providers=ProviderMix(smart_share=1.0))).metrics
+    sup = run(trace, "fresh", replace(base, providers=ProviderMix(super_share=1.0))).metrics
+    assert sup.freshness > normal.freshness
+    assert sup.p_fresh > normal.p_fresh
+    assert smart.freshness > normal.freshness
+
+
+def test_replays_are_deterministic_with_a_seed():
+    trace = poisson_trace([0.5, 1.0, 3.0] * 4, 20, seed=9)
+    config = SimConfig(seed=4, providers=ProviderMix(super_share=0.5, precision=0.5))
+
+    def strip(row):
+        return {k: v for k, v in row.items() if k != "elapsed_s"}
+
+    first = strip(run(trace, "fresh", config).as_dict())
+    assert first == strip(run(trace, "fresh", config).as_dict())
+    other = strip(run(trace, "fresh", replace(config, seed=5)).as_dict())
+    assert other != first
+
+
+def test_warmup_shortens_the_measured_window():
+    trace = poisson_trace([1.0] * 10, 20, seed=1)
+    whole = run(trace, "uniform", SimConfig(measure="trace")).as_dict()
+    later = run(trace, "uniform", SimConfig(measure="trace", warmup_secs=10 * DAY)).as_dict()
+    assert later["warmup_days"] == 10
+    assert later["fetches"] < whole["fetches"]
+    with pytest.raises(ValueError, match="leaves nothing"):
+        run(trace, "uniform", SimConfig(warmup_secs=30 * DAY))
+
+
+def test_unknown_policy_is_refused():
+    with pytest.raises(ValueError, match="must be one of"):
+        run(poisson_trace([1.0], 2), "best", SimConfig())
+
+
+# -- command line -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def trace_file(tmp_path):
+    trace = poisson_trace([0.5, 1.0, 2.0, 4.0] * 3, 15, seed=2)
+    return str(
+        write_trace(tmp_path / "t.csv.gz", dict(zip(trace.pages, trace.changes, strict=True)))
+    )
+
+
+def test_simulate_json(trace_file, capsys):
+    assert main(["simulate", "--trace", trace_file, "--policy", "uniform", "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)
+    for key in (
+        "policy",
+        "pages",
+        "changes",
+        "fetches",
+        "freshness",
+        "p_fresh",
+        "age_mean_s",
+        "harmonic_staleness",
+        "wasted_fetches",
+    ):
+        assert key in row
+    assert row["policy"] == "uniform"
+    assert row["pages"] == 12
+
+
+def test_simulate_all_prints_a_table_and_plots(trace_file, tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    plot = tmp_path / "bars.png"
+    code = main(
+        [
+            "simulate",
+            "--trace",
+            trace_file,
+            "--policy",
+            "all",
+            "--plot",
+            str(plot),
+            "--super-share",
+            "0.5",
+            "--smart-share",
+            "0.25",
+            "--precision",
+            "0.75",
+        ]
+    )
+    assert code == 0
+    out = capsys.readouterr().out
+    for name in POLICY_NAMES:
+        assert f"| {name} |" in out
+    assert plot.stat().st_size > 1000
+
+
+def test_simulate_bad_input_fails_clearly(tmp_path, trace_file, capsys):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("page,timestamp\na,soon\n")
+    assert main(["simulate", "--trace", str(bad)]) == 2
+    assert "line 2: timestamp 'soon'" in capsys.readouterr().err
+    assert main(["simulate", "--trace", trace_file, "--policy", "best"]) == 2
+    assert "--policy ('best')" in capsys.readouterr().err
+    assert main(["simulate", "--trace", trace_file, "--budget", "0"]) == 2
+    assert "budget (0.0)" in capsys.readouterr().err
+    assert (
+        main(["simulate", "--trace", trace_file, "--super-share", "0.8", "--smart-share", "0.5"])
+        == 2
+    )
+    assert "must not exceed 1" in capsys.readouterr().err
+
+
+def test_crawlers_times_pages_per_cycle_sets_the_budget(trace_file, capsys):
+    args = [
+        "simulate",
+        "--trace",
+        trace_file,
+        "--policy",
+        "uniform",
+        "--json",
+        "--crawlers",
+        "2",
+        "--pages-per-cycle",
+        "3",
+        "--step-secs",
+        "21600",
+    ]
+    assert main(args) == 0
+    row = json.loads(capsys.readouterr().out)
+    assert row["budget"] == pytest.approx(2 * 3 * 4 / 12)
+
+
+def test_simulate_experiments_writes_tables_and_plots(trace_file, tmp_path, capsys):
+    out = tmp_path / "exp"
+    code = main(
+        [
+            "simulate-experiments",
+            "--trace",
+            trace_file,
+            "--out",
+            str(out),
+            "--budgets",
+            "0.5,2",
+            "--step-secs",
+            "7200",
+        ]
+    )
+    assert code == 0
+    text = (out / "results.md").read_text()
+    for title in (
+        "Fig. 2",
+        "Fig. 3",
+        "Fig. 4a",
+        "Fig. 4b",
+        "Fig. 5",
+        "Cho & Garcia-Molina",
+        "Freshness against budget",
+    ):
+        assert title in text
+    data = json.loads((out / "results.json").read_text())
+    assert len(data["budget"]) == len(POLICY_NAMES)
+    assert [r["policy"] for r in data["cho-5-pages"]] == ["uniform", "proportional", "cho-oracle"]
+    for row in data["cho-5-pages"]:
+        assert row["replay"] == pytest.approx(row["closed form"], abs=0.03)
+    if pytest.importorskip("matplotlib"):
+        assert (out / "budget.png").exists()
+        assert (out / "xu-fig2.png").exists()

@@ -10,8 +10,8 @@ import pytest
 from scrapy import Spider
 from scrapy.core.downloader.middleware import DownloaderMiddlewareManager
 from scrapy.core.spidermw import SpiderMiddlewareManager
-from scrapy.extension import ExtensionManager
 from scrapy.exceptions import NotConfigured
+from scrapy.extension import ExtensionManager
 from scrapy.pipelines import ItemPipelineManager
 from scrapy.utils.misc import load_object
 from scrapy.utils.test import get_crawler
@@ -114,8 +114,7 @@ def test_bad_settings_fail_when_components_are_built(
     settings: dict[str, Any], words: list[str]
 ) -> None:
     with pytest.raises(ConfigError) as info:  # when the crawler builds its extensions
-        crawler = get_crawler(_Spider, {"ADDONS": {"scrapy_fresh.Addon": 0}, **settings})
-        DownloaderMiddlewareManager.from_crawler(crawler)
+        get_crawler(_Spider, {"ADDONS": {"scrapy_fresh.Addon": 0}, **settings})
     for word in words:
         assert word in str(info.value)
 

@@ -194,3 +194,29 @@ def test_status_reads_the_project_settings(
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["pages"] == 6
+
+
+def test_status_reports_trust_per_host_and_signal(
+    store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from scrapy_fresh.policy.trust import TrustRecord
+    from scrapy_fresh.providers.ledger import HostTrust
+
+    store = SQLiteStore(store_path)
+    kind = "sitemap"
+    store.put_site(HostTrust("a.test", kind, TrustRecord(confirmed=8.0, refuted=1.0)).to_site())
+    store.put_site(
+        HostTrust("b.test", kind, TrustRecord(confirmed=0.0, refuted=6.0, demoted=True)).to_site()
+    )
+    store.close()
+    data = _status_json(capsys, "--sqlite-path", str(store_path))
+    assert [(t["host"], t["demoted"]) for t in data["trust"]] == [
+        ("b.test", True),
+        ("a.test", False),
+    ]
+    assert data["trust"][1]["trust"] == pytest.approx(0.833, abs=1e-3)
+    assert data["hosts"] == 2  # trust records are not hosts of pages
+    assert main(["status", "--now", str(NOW), "--sqlite-path", str(store_path)]) == 0
+    out = capsys.readouterr().out
+    assert "b.test" in out
+    assert "DEMOTED" in out

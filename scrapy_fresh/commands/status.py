@@ -99,7 +99,33 @@ def summarize(
         },
         "refresh_secs": {"bins": refresh_hist, **_quantiles([s.refresh_secs for s in visited])},
         "top_hosts": top_hosts,
+        "trust": trust_rows(sites.values()),
     }
+
+
+def trust_rows(sites: Any) -> list[dict[str, Any]]:
+    """Per host and signal kind: the trust score, the evidence, and whether it is demoted
+    (:mod:`scrapy_fresh.policy.trust`; least trusted first)."""
+    from scrapy_fresh.policy.trust import trust_score
+    from scrapy_fresh.providers.ledger import HostTrust
+
+    rows = []
+    for site in sites:
+        entry = HostTrust.from_site(site)
+        if entry is None:
+            continue
+        record = entry.record
+        rows.append(
+            {
+                "host": entry.host,
+                "signal": entry.kind,
+                "trust": round(trust_score(record), 3),
+                "confirmed": record.confirmed,
+                "refuted": record.refuted,
+                "demoted": record.demoted,
+            }
+        )
+    return sorted(rows, key=lambda r: (r["trust"], r["host"], r["signal"]))
 
 
 def _duration(secs: float | None) -> str:
@@ -141,6 +167,14 @@ def render_text(data: dict[str, Any], store: str) -> str:
             f"  {h['host']:<30} {h['pages']:>6} pages {h['visits']:>7} visits "
             f"{h['changes']:>6} changes  p_c {p_c}  refresh {_duration(h['refresh_secs'])}"
         )
+    if data["trust"]:
+        lines.append("Provider signal trust (least trusted first):")
+        for t in data["trust"]:
+            flag = "  DEMOTED" if t["demoted"] else ""
+            lines.append(
+                f"  {t['host']:<30} {t['signal']:<10} trust {t['trust']:.2f} "
+                f"({t['confirmed']:g} confirmed, {t['refuted']:g} refuted){flag}"
+            )
     return "\n".join(lines)
 
 

@@ -71,6 +71,23 @@ def _headers(response: Response) -> dict[str, str | None]:
     return {name: header(response.headers, name) for name in _HEADERS}
 
 
+def _answer_bytes(response: Response) -> int:
+    """About what a body-less answer weighed on the wire: status line and headers."""
+    size = len(b"HTTP/1.1 304 Not Modified\r\n\r\n")  # status line and the blank line
+    for name, values in response.headers.items():
+        for value in values:
+            size += len(name) + len(value) + 4  # "name: value\r\n"
+    return size
+
+
+def _count_cheap_check(runtime: FreshRuntime, lease: Lease, response: Response) -> None:
+    """Measure a check that found no change against a full download of the page."""
+    if lease.content_length is None:
+        return
+    answer = _answer_bytes(response)
+    runtime.host_checks(lease.host).count_check(answer, answer + lease.content_length)
+
+
 def _is_robots(request: Request) -> bool:
     return bool(request.meta.get("dont_obey_robotstxt")) and request.url.endswith("/robots.txt")
 
@@ -182,6 +199,7 @@ class FreshDownloaderMiddleware:
                     trust_etag=trust_etag,
                 )
         if verdict is False:
+            _count_cheap_check(runtime, lease, response)
             self._not_modified(request.meta, lease, None)
             raise _not_modified(
                 request, f"Not modified since the last visit (HEAD): {request.url}"
@@ -217,6 +235,7 @@ class FreshDownloaderMiddleware:
             checks.not_modified += 1
             if sent_etag:
                 checks.etag_not_modified += 1
+            _count_cheap_check(self.runtime, lease, response)
             self._not_modified(request.meta, lease, _headers(response))
             raise _not_modified(request, f"Not modified since the last visit (304): {request.url}")
         if status == 200 and (sent_etag or sent_ims):

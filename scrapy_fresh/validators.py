@@ -36,6 +36,9 @@ IGNORED_AFTER = 2
 CHURN_AFTER = 3
 #: HEAD probes stop for a host after this many HEAD answers with nothing to compare.
 HEAD_USELESS_AFTER = 2
+#: The byte counters of :meth:`HostChecks.count_check` are halved when the full-download
+#: side passes this, so that the measured cost follows what the host does now.
+CHECK_BYTES_WINDOW = 1 << 30
 
 _ETAG = re.compile(r'^(W/)?"[\x21\x23-\x7e\x80-\xff]*"$')
 
@@ -184,6 +187,10 @@ class HostChecks:
     head_useless: int = 0
     #: A 200 answer kept the ETag we had although the content changed.
     lying: bool = False
+    #: Bytes of the answers to checks that found no change (304s, unchanged HEAD answers).
+    check_bytes: int = 0
+    #: Bytes full downloads of the same pages would have cost (see :meth:`count_check`).
+    check_full_bytes: int = 0
 
     def counts(self) -> dict[str, int]:
         """The counters as a JSON-safe dict (``lying`` as 0 or 1)."""
@@ -198,6 +205,22 @@ class HostChecks:
             if isinstance(value, int) and value >= 0:
                 setattr(checks, f.name, bool(value) if f.name == "lying" else value)
         return checks
+
+    def count_check(self, answer_bytes: int, full_bytes: int) -> None:
+        """Count one check that found no change: its answer weighed ``answer_bytes``, a full
+        download of the page about ``full_bytes`` (the measured cost of a cheap check,
+        :func:`~scrapy_fresh.policy.cost.check_cost_ratio`).
+
+        >>> c = HostChecks()
+        >>> c.count_check(300, 20_000)
+        >>> c.check_bytes, c.check_full_bytes
+        (300, 20000)
+        """
+        self.check_bytes += max(0, int(answer_bytes))
+        self.check_full_bytes += max(0, int(full_bytes), int(answer_bytes))
+        if self.check_full_bytes > CHECK_BYTES_WINDOW:
+            self.check_bytes //= 2
+            self.check_full_bytes //= 2
 
     @property
     def ignores_conditionals(self) -> bool:

@@ -117,3 +117,80 @@ def test_score_grows_with_staleness_and_knows_providers():
     assert priority_score(sup, 7200.0) > 0
     new = PageState("n" * 40, "http://a.example/n", request={"priority": 7})
     assert priority_score(new, 10.0) == 7.0
+
+
+# -- cost-aware refresh (check_cost) -------------------------------------------------
+
+
+def test_check_cost_defaults_to_the_papers_rule():
+    a, b = fetched(), fetched()
+    for i, outcome in enumerate([Outcome.NOT_MODIFIED, Outcome.CHANGED, Outcome.UNCHANGED]):
+        record_visit(a, outcome, i + 1.0, POLICY)
+        record_visit(b, outcome, i + 1.0, POLICY, None, check_cost=1.0)
+        assert a.refresh_secs == b.refresh_secs
+        assert a.next_due == b.next_due
+
+
+def test_check_cost_is_keyword_only():
+    with pytest.raises(TypeError):
+        record_visit(fetched(), Outcome.CHANGED, 1.0, POLICY, None, 0.5)  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("bad", [0.0, -0.1, 1.5, float("nan")])
+def test_bad_check_cost_is_refused_by_name(bad):
+    with pytest.raises(ValueError, match="check_cost"):
+        record_visit(fetched(), Outcome.CHANGED, 1.0, POLICY, check_cost=bad)
+
+
+def test_a_cheap_304_grows_the_refresh_time_by_its_share_of_a_download():
+    paper, cheap = fetched(), fetched()
+    record_visit(paper, Outcome.NOT_MODIFIED, 10.0, POLICY)
+    record_visit(cheap, Outcome.NOT_MODIFIED, 10.0, POLICY, check_cost=0.05)
+    assert paper.refresh_secs == 200.0  # p_c = 0: the paper doubles
+    assert cheap.refresh_secs == pytest.approx(100.0 * 2**0.05)
+    assert cheap.next_due == pytest.approx(10.0 + cheap.refresh_secs)
+    assert cheap.p_c == paper.p_c == 0.0  # p_c stays the plain changes / visits
+    assert cheap.visits == paper.visits == 1
+
+
+def test_a_full_download_steps_in_full_even_on_a_cheap_page():
+    paper, cheap = fetched(), fetched()
+    record_visit(paper, Outcome.UNCHANGED, 10.0, POLICY)
+    record_visit(cheap, Outcome.UNCHANGED, 10.0, POLICY, check_cost=0.05)
+    assert cheap.refresh_secs == paper.refresh_secs == 200.0
+
+
+def test_a_page_with_cheap_checks_is_checked_more_often():
+    """One change every 8 visits: the paper lets the refresh time grow (p_c 1/8 < p_l);
+    with 304s at 5% of a download it shrinks (1/8 of the bytes is not a waste)."""
+    paper, cheap = fetched(), fetched()
+    now = 0.0
+    for i in range(1, 65):
+        now += 100.0
+        outcome = Outcome.CHANGED if i % 8 == 0 else Outcome.NOT_MODIFIED
+        record_visit(paper, outcome, now, POLICY)
+        record_visit(cheap, outcome, now, POLICY, check_cost=0.05)
+    assert cheap.p_c == pytest.approx(paper.p_c)
+    assert cheap.refresh_secs < 100.0 < paper.refresh_secs
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.sampled_from([Outcome.CHANGED, Outcome.UNCHANGED, Outcome.NOT_MODIFIED]),
+             max_size=40),
+    st.floats(0.001, 1.0),
+)
+def test_cost_aware_invariants(outcomes, check_cost):
+    policy = RevisitPolicy()
+    state, site = PageState("k" * 40, "http://a.example/"), SiteState("a.example")
+    record_visit(state, Outcome.NEW, 0.0, policy, site, check_cost=check_cost)
+    now = 0.0
+    for outcome in outcomes:
+        now += 100.0
+        before = state.refresh_secs
+        record_visit(state, outcome, now, policy, site, check_cost=check_cost)
+        assert policy.min_refresh_secs <= state.refresh_secs <= policy.max_refresh_secs
+        assert state.next_due == now + state.refresh_secs
+        if outcome is Outcome.NOT_MODIFIED and state.p_c == 0.0:
+            # quiet: it grows, by at most the paper's doubling
+            assert before <= state.refresh_secs <= min(2 * before, policy.max_refresh_secs)

@@ -36,6 +36,10 @@ FRESH_NEW_URL_SHARE = 0.2
 # How to check a known page cheaply: "auto" sends If-None-Match / If-Modified-Since
 # where the page has validators and learns per host whether a HEAD probe is better.
 FRESH_CHECK = "auto"
+# A check answered 304 costs a few hundred bytes; it counts as at least this share of a
+# full download, so pages whose host answers them are re-checked more often than pages
+# that must be downloaded to be checked (1.0: every visit counts as a download).
+FRESH_MIN_CHECK_COST_RATIO = 0.05
 # Where URL records live: SQLite files under .scrapy/ (one machine), one per spider
 # (%(spider)s is the spider's name): a store belongs to one spider, whose callbacks
 # rebuild its due requests.

@@ -9,7 +9,12 @@ crawl (the refresh pipeline and the scheduler) and the simulator. The maths live
   The decayed counts need no extra field: after ``n`` visits with decay ``d`` the decayed
   visit count is :math:`(1 - d^n)/(1 - d)` (``n`` with ``d = 1``), and the decayed change
   count is ``p_c`` times that.
-* refresh time: eq. 1-2 of the same paper, clamped (:func:`~scrapy_fresh.policy.refresh.adjust_refresh`).
+* refresh time: eq. 1-2 of the same paper, clamped (:func:`~scrapy_fresh.policy.refresh.adjust_refresh`),
+  applied to the *cost-weighted* degree of success in steps as large as the visit was
+  costly (:func:`~scrapy_fresh.policy.cost.cost_aware_refresh`): a page that can be
+  checked for a share ``check_cost`` of a full download (its host answers conditional
+  requests with 304) is re-checked more often, one that must be downloaded to be
+  checked (``check_cost=1``) follows the paper's rule as it is.
 * the first fetch of a URL is not a visit that can show a change: it sets the fingerprint,
   the validators and the cold-start refresh time from the site.
 * errors back off exponentially and never drop a URL; ``gone`` needs confirmations.
@@ -21,11 +26,12 @@ import enum
 import math
 from dataclasses import dataclass
 
+from scrapy_fresh.exceptions import ConfigError
+from scrapy_fresh.policy.cost import cost_aware_refresh
 from scrapy_fresh.policy.estimators import improved_rate, rate_to_bucket
 from scrapy_fresh.policy.refresh import (
     DEFAULT_DECAY,
     SuccessCounter,
-    adjust_refresh,
     cold_start,
 )
 from scrapy_fresh.store.base import PageState, SiteState, Status
@@ -80,13 +86,25 @@ def record_visit(
     now: float,
     policy: RevisitPolicy,
     site: SiteState | None = None,
+    *,
+    check_cost: float = 1.0,
 ) -> PageState:
     """Apply one visit's ``outcome`` at ``now`` to ``state`` (and ``site``), in place.
 
     Returns ``state``, now idle (or gone) with its next due time set. ``site`` gets the
     visit added to its aggregates; a first fetch starts from the site's refresh time and
     p_c (Sharma & Dixit cold start, :func:`~scrapy_fresh.policy.refresh.cold_start`).
+
+    ``check_cost`` is what checking this page for a change costs when it finds none, as
+    a share of a full download, within (0, 1]: the caller knows whether the page's host
+    answers conditional requests and what its 304s weigh. The refresh time is adjusted
+    by eq. 1-2 on the cost-weighted p_c, in a step as large as the visit was costly
+    (:func:`~scrapy_fresh.policy.cost.cost_aware_refresh`: a ``not_modified`` visit cost
+    ``check_cost``, any other judged visit a full download); ``state.p_c`` itself stays
+    the plain (decayed) changes / visits. The default 1.0 is the paper's rule, exactly.
     """
+    if not 0.0 < check_cost <= 1.0:  # also NaN
+        raise ConfigError(f"check_cost ({check_cost!r}) must be within (0, 1].")
     state.status = Status.IDLE
     state.in_flight_since = None
     if outcome is Outcome.BLOCKED:
@@ -121,11 +139,14 @@ def record_visit(
         state.visits += 1
         state.changes += int(changed)
         state.p_c = counter.p_c
-        state.refresh_secs = adjust_refresh(
+        state.refresh_secs = cost_aware_refresh(
             state.refresh_secs,
             state.p_c,
             policy.p_l,
             policy.p_g,
+            check_cost=check_cost,
+            # a 304 (or an unchanged HEAD answer) cost a check; anything else a download
+            visit_cost=check_cost if outcome is Outcome.NOT_MODIFIED else 1.0,
             min_secs=policy.min_refresh_secs,
             max_secs=policy.max_refresh_secs,
         )

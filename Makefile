@@ -35,6 +35,7 @@ docs: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/fingerprint.py
 	$(BIN)/python bench/store.py
+	$(BIN)/python bench/redis_frontier.py
 
 clean:
 	rm -rf $(VENV) docs/_build build *.egg-info

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy_fresh import default_settings
 from scrapy_fresh.exceptions import ConfigError
+from scrapy_fresh.frontier.scoring import SCORE_RULES
 from scrapy_fresh.store.base import Provider
 
 if TYPE_CHECKING:
@@ -119,6 +120,7 @@ class FreshConfig:
     cycle_budget: int = 0
     new_url_share: float = 0.2
     check: str = "auto"
+    min_check_cost_ratio: float = 0.05
     default_refresh_secs: float = 86400.0
     min_refresh_secs: float = 60.0
     max_refresh_secs: float = 30 * 86400.0
@@ -134,6 +136,8 @@ class FreshConfig:
     priority_alpha: float = 0.8
     priority_beta: float = 0.8
     priority_window_cycles: int = 5
+    priority_score: str = "gain"
+    cycle_fill: bool = True
     visit_log: str = "fresh/visits.jsonl"
     progress_secs: float = 30.0
     redis_key: str = "%(spider)s:fresh"
@@ -204,6 +208,9 @@ class FreshConfig:
             cycle_budget=_integer(settings, "FRESH_CYCLE_BUDGET", low=0),
             new_url_share=_number(settings, "FRESH_NEW_URL_SHARE", low=0.0, high=1.0),
             check=_choice(settings, "FRESH_CHECK", CHECK_MODES),
+            min_check_cost_ratio=_number(
+                settings, "FRESH_MIN_CHECK_COST_RATIO", low=0.0, low_open=True, high=1.0
+            ),
             default_refresh_secs=_number(
                 settings, "FRESH_DEFAULT_REFRESH_SECS", low=0.0, low_open=True
             ),
@@ -227,6 +234,8 @@ class FreshConfig:
             priority_alpha=_number(settings, "FRESH_PRIORITY_ALPHA", low=0.0, high=1.0),
             priority_beta=_number(settings, "FRESH_PRIORITY_BETA", low=0.0, high=1.0),
             priority_window_cycles=_integer(settings, "FRESH_PRIORITY_WINDOW_CYCLES", low=2),
+            priority_score=_choice(settings, "FRESH_PRIORITY_SCORE", SCORE_RULES),
+            cycle_fill=settings.getbool("FRESH_CYCLE_FILL", default_settings.FRESH_CYCLE_FILL),
             visit_log=visit_log.strip(),
             progress_secs=_number(settings, "FRESH_PROGRESS_SECS", low=0.0),
             redis_key=redis_key.strip(),

@@ -12,6 +12,8 @@ FRESH_ENABLED = True
 FRESH_CHECK = "auto"
 #: Pages fetched per ``cycle``-mode run (due re-crawls plus new URLs); 0 means no limit.
 FRESH_CYCLE_BUDGET = 0
+#: With a cycle budget: budget the due pages leave is spent on pages not due yet, best first.
+FRESH_CYCLE_FILL = True
 #: Refresh time of a new URL whose site has no history yet (Sharma & Dixit t_0).
 FRESH_DEFAULT_REFRESH_SECS = 86400.0
 #: Drop items whose content fingerprint did not change.
@@ -26,6 +28,9 @@ FRESH_FINGERPRINT_THRESHOLD_BITS = 3
 FRESH_GONE_CONFIRMATIONS = 2
 #: Longest refresh time the self-adjusting rule may reach.
 FRESH_MAX_REFRESH_SECS = 30 * 86400.0
+#: Least share of a full download a cheap check (a 304, a HEAD probe) counts for in the
+#: cost-aware refresh rule, whatever its bytes; 1.0 is Sharma & Dixit's rule unchanged.
+FRESH_MIN_CHECK_COST_RATIO = 0.05
 #: Shortest refresh time the self-adjusting rule may reach.
 FRESH_MIN_REFRESH_SECS = 60.0
 #: "cycle" (fetch what is due, then close) or "continuous" (stay open, fetch as pages come due).
@@ -54,6 +59,8 @@ FRESH_PROVIDER_SIGNALS = True
 FRESH_PRIORITY_ALPHA = 0.8
 #: Weight beta of past over future scores in Xu et al. eq. 7 (S_unified).
 FRESH_PRIORITY_BETA = 0.8
+#: Re-crawl score: "gain" (expected fresh time a fetch buys) or "xu" (Xu et al. eq. 4-7 alone).
+FRESH_PRIORITY_SCORE = "gain"
 #: Window s of Xu et al. eq. 6: cycles of access history used to predict the next.
 FRESH_PRIORITY_WINDOW_CYCLES = 5
 #: Prefix of the Redis store's keys (FRESH_STORE = "redis"); %(spider)s is the spider's name.

@@ -3,12 +3,13 @@
 :class:`FreshProviderMiddleware` reads update signals from every response
 (``Last-Modified``, ``Cache-Control``, ``Expires``) and from sitemaps and feeds
 (:mod:`scrapy_fresh.providers`), takes the spider's own (``meta["fresh_updates"]``,
-``meta["fresh_schedule"]``), writes them into the URL records (past updates, announced
-updates) and moves due times as Xu et al.'s slot rule says
-(:mod:`scrapy_fresh.providers.apply`). After each visit it checks what the signals had
-claimed against what the visit found and updates the host's trust in that kind of
-signal (:mod:`scrapy_fresh.policy.trust`, :mod:`scrapy_fresh.providers.ledger`); the
-signals of a demoted host are still recorded and checked, not used.
+``meta["fresh_schedule"]``), and hands them to :class:`~scrapy_fresh.providers.tracker.SignalTracker`, which writes
+them into the URL records (past updates, announced updates), moves due times as Xu et
+al.'s slot rule says (:mod:`scrapy_fresh.providers.apply`), and after each visit checks
+what the signals had claimed against what the visit found and updates the host's trust
+in that kind of signal (:mod:`scrapy_fresh.policy.trust`,
+:mod:`scrapy_fresh.providers.ledger`); the signals of a demoted host are still recorded
+and checked, not used. The simulator drives the same tracker.
 
 With :setting:`FRESH_PROVIDER_AUTODETECT` a page whose level nobody fixed (request meta,
 spider attribute, :setting:`FRESH_PROVIDERS`) gets the level its signals support.
@@ -19,9 +20,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from scrapy.exceptions import NotConfigured
@@ -29,15 +28,8 @@ from scrapy.exceptions import NotConfigured
 from scrapy_fresh.config import parse_provider
 from scrapy_fresh.exceptions import ConfigError, StoreError
 from scrapy_fresh.frontier.revisit import Outcome
-from scrapy_fresh.keys import url_host, url_key
-from scrapy_fresh.policy.trust import Evidence, TrustParams, weighted_probability
-from scrapy_fresh.providers.apply import (
-    add_announced,
-    add_past,
-    consume_announced,
-    detected_level,
-    signal_due,
-)
+from scrapy_fresh.keys import url_host
+from scrapy_fresh.policy.trust import TrustParams
 from scrapy_fresh.providers.dates import parse_w3c
 from scrapy_fresh.providers.document import looks_like_document, parse_document
 from scrapy_fresh.providers.http import header_signals
@@ -51,9 +43,9 @@ from scrapy_fresh.providers.signals import (
     QuietWindow,
     Signals,
 )
+from scrapy_fresh.providers.tracker import FUTURE_KINDS, PAST_KINDS, SignalTracker
 from scrapy_fresh.runtime import FreshRuntime, header
-from scrapy_fresh.store.base import PageState, Provider, Status
-from scrapy_fresh.validators import parse_http_date
+from scrapy_fresh.store.base import PageState, Provider
 
 if TYPE_CHECKING:
     from collections.abc import MutableMapping
@@ -66,18 +58,6 @@ if TYPE_CHECKING:
 __all__ = ["FUTURE_KINDS", "PAST_KINDS", "FreshProviderMiddleware", "meta_signals"]
 
 logger = logging.getLogger(__name__)
-
-#: Signal kinds whose claims are past updates of other pages, checked at their visits.
-PAST_KINDS = ("sitemap", "feed", "push")
-#: Signal kinds whose claims are announced updates.
-FUTURE_KINDS = ("schedule", "changefreq", "spider")
-#: URLs not in the store yet whose signals are held until their first visit.
-MAX_PENDING = 100_000
-#: Pages whose claim kinds of this run are remembered exactly (beyond: host's kinds).
-MAX_CLAIMS = 200_000
-#: Claims remembered per page in one run.
-MAX_CLAIMS_PER_PAGE = 64
-_JUDGED = (Outcome.CHANGED, Outcome.UNCHANGED, Outcome.NOT_MODIFIED)
 
 
 def _meta_time(value: Any) -> float | None:
@@ -133,25 +113,14 @@ def meta_signals(meta: Mapping[str, Any], url: str, now: float, report: ParseRep
     return signals
 
 
-@dataclass
-class _Visit:
-    """A page on its way: what its record said before, and what its response says."""
-
-    meta: MutableMapping[str, Any]
-    url: str
-    prev_last_crawl: float | None
-    prev_past: list[float]
-    prev_future: list[tuple[float, float]]
-    prev_last_modified: str | None
-    own: Signals = field(default_factory=Signals)
-
-
 class FreshProviderMiddleware:
     """Read, check and use content-provider update signals (downloader middleware, 535).
 
     Enable it above :class:`~scrapy_fresh.middlewares.FreshDownloaderMiddleware` (540) so
     that it sees each request first and each response after the conditional check; the
-    add-on does.
+    add-on does. The checking and applying is
+    :class:`~scrapy_fresh.providers.tracker.SignalTracker`'s (shared with the simulator);
+    this class reads responses and meta, and reports.
 
     Settings: :setting:`FRESH_PROVIDER_SIGNALS`, :setting:`FRESH_PROVIDER_AUTODETECT`,
     :setting:`FRESH_PROVIDER_MAX_BYTES`, :setting:`FRESH_PROVIDER_MAX_INFLATED_BYTES`,
@@ -173,13 +142,9 @@ class FreshProviderMiddleware:
             max_entries=config.provider_max_entries,
         )
         self.params = TrustParams(threshold=config.trust_threshold, recover=config.trust_recover)
-        self._ledger: TrustLedger | None = None
-        self._visits: dict[str, _Visit] = {}
-        self._pending: OrderedDict[str, Signals] = OrderedDict()
-        #: key -> claims of this run: (kind, time, probability; None for a past update).
-        self._claims: OrderedDict[str, list[tuple[str, float, float | None]]] = OrderedDict()
-        self._not_before: dict[str, float] = {}
-        self._quiet: dict[str, QuietWindow] = {}
+        self._tracker: SignalTracker | None = None
+        #: key -> (request meta, record URL) of a visit under way.
+        self._visits: dict[str, tuple[MutableMapping[str, Any], str]] = {}
         runtime.outcome_listeners.append(self._on_outcome)
 
     @classmethod
@@ -192,17 +157,31 @@ class FreshProviderMiddleware:
         return cls(crawler, runtime)
 
     @property
+    def tracker(self) -> SignalTracker:
+        """The tracker, built on the store at first use (the store opens lazily)."""
+        if self._tracker is None:
+            self._tracker = SignalTracker(
+                self.runtime.store,
+                params=self.params,
+                autodetect=self.autodetect,
+                trust=self.trust_enabled,
+                max_wait_secs=self.runtime.config.max_refresh_secs,
+                fixed_level=self._fixed_level,
+                stat=self.runtime.stat,
+                on_trust_change=self._log_trust_change,
+            )
+        return self._tracker
+
+    @property
     def ledger(self) -> TrustLedger:
-        if self._ledger is None:
-            self._ledger = TrustLedger(self.runtime.store, self.params)
-        return self._ledger
+        return self.tracker.ledger
 
     # -- requests and responses --------------------------------------------------------
 
     def process_request(self, request: Request) -> None:
         meta = request.meta
         key = meta.get("fresh_key")
-        if not isinstance(key, str) or meta.get("fresh_probe") or key in self._visits:
+        if not isinstance(key, str) or meta.get("fresh_probe") or self.tracker.visiting(key):
             return
         if key not in self.runtime.leases:
             return
@@ -213,14 +192,8 @@ class FreshProviderMiddleware:
             return
         if state is None:
             return
-        self._visits[key] = _Visit(
-            meta,
-            state.url,
-            state.last_crawl,
-            list(state.past_updates),
-            list(state.future_updates),
-            state.last_modified,
-        )
+        self.tracker.before_visit(state)
+        self._visits[key] = (meta, state.url)
 
     def process_response(self, request: Request, response: Response) -> Response:
         if response.status != 200 or request.meta.get("fresh_probe"):
@@ -228,11 +201,11 @@ class FreshProviderMiddleware:
         now = self.runtime.clock()
         key = request.meta.get("fresh_key")
         visit = self._visits.get(key) if isinstance(key, str) else None
+        own_url = visit[1] if visit is not None else request.url
         headers = {
             name: header(response.headers, name)
             for name in ("last-modified", "cache-control", "expires", "date", "age")
         }
-        own_url = visit.url if visit is not None else request.url
         found = header_signals(headers, own_url, now)
         self._count_skipped(found.report)
         ctype = header(response.headers, "Content-Type")
@@ -242,265 +215,74 @@ class FreshProviderMiddleware:
             self._count_document(document.report, response.url)
             for url in (response.url, request.url, own_url):  # a redirect: one page
                 document = _rename(document, url, own_url)
+            if visit is not None and isinstance(key, str):
+                self._note_listed_updates(key, document, now)
             found.extend(document)
         mine, others = _split(found, own_url)
-        if visit is not None:
-            visit.own.extend(mine)
-        else:
+        if not (isinstance(key, str) and self.tracker.add_own(key, mine)):
             others.extend(mine)
         if len(others):
             self._apply_elsewhere(others, now)
         return response
 
-    # -- signals about other pages -----------------------------------------------------
+    def _note_listed_updates(self, key: str, document: Signals, now: float) -> None:
+        """Tell the runtime when this sitemap or feed lists an update later than its own
+        previous visit: the document changed since, whatever its text fingerprint (which
+        makes every digit 0, so a changed date alone never shows) says."""
+        try:
+            state = self.runtime.get_state(key)
+        except StoreError as exc:
+            self.runtime.store_error("read", exc)
+            return
+        since = state.last_crawl if state is not None else None
+        if since is not None and any(since < update.when <= now for update in document.past):
+            self.runtime.listed_updates.add(key)
 
     def _apply_elsewhere(self, signals: Signals, now: float) -> None:
         """Write signals into the records they are about (or hold them for new URLs)."""
-        by_key: dict[str, Signals] = {}
-        for url in signals.urls():
-            by_key[url_key(url)] = Signals()
-        for kind_list, attr in (
-            (signals.past, "past"),
-            (signals.announced, "announced"),
-            (signals.not_before, "not_before"),
-            (signals.quiet, "quiet"),
-        ):
-            for signal in kind_list:
-                getattr(by_key[url_key(signal.url)], attr).append(signal)
         try:
-            states = self.runtime.store.get_many(by_key)
+            changed = self.tracker.apply(signals, now)
         except StoreError as exc:
-            self.runtime.store_error("read records for provider signals from", exc)
+            self.runtime.store_error("apply provider signals to", exc)
             return
-        changed: list[PageState] = []
-        for key, own in by_key.items():
-            state = states.get(key)
-            if state is None:
-                self._hold(key, own)
-                continue
-            before = (
-                state.next_due,
-                state.provider,
-                len(state.past_updates),
-                list(state.future_updates),
-            )
-            self._absorb(state, own, now, visited=False)
-            if (
-                state.next_due,
-                state.provider,
-                len(state.past_updates),
-                state.future_updates,
-            ) != before:
-                changed.append(state)
-        if not changed:
-            return
-        try:
-            self.runtime.store.put_many(changed)
-        except StoreError as exc:
-            self.runtime.store_error("write provider signals to", exc)
-            return
-        self.runtime.stat("fresh/providers/records_updated", len(changed))
         self._tell_scheduler(changed)
-
-    def _hold(self, key: str, signals: Signals) -> None:
-        held = self._pending.get(key)
-        if held is None:
-            if len(self._pending) >= MAX_PENDING:
-                self._pending.popitem(last=False)
-                self.runtime.stat("fresh/providers/pending_dropped")
-            self._pending[key] = held = Signals()
-            self.runtime.stat("fresh/providers/pending")
-        held.extend(signals)
-
-    def _remember(self, key: str, claims: Iterable[tuple[str, float, float | None]]) -> None:
-        known = self._claims.get(key)
-        if known is None:
-            if len(self._claims) >= MAX_CLAIMS:
-                self._claims.popitem(last=False)
-            self._claims[key] = known = []
-        known.extend(claims)
-        del known[:-MAX_CLAIMS_PER_PAGE]
 
     # -- after a visit -----------------------------------------------------------------
 
     def _on_outcome(self, state: PageState, outcome: Outcome, now: float) -> None:
         visit = self._visits.pop(state.key, None)
-        pending = self._pending.pop(state.key, None)
-        if outcome in (Outcome.GONE, Outcome.ERROR):
-            return
+        own: Signals | None = None
+        if visit is not None and outcome not in (Outcome.GONE, Outcome.ERROR):
+            report = ParseReport()
+            own = meta_signals(visit[0], state.url, now, report)
+            self._count_skipped(report)
         try:
-            own = Signals()
-            if visit is not None:
-                report = ParseReport()
-                own.extend(meta_signals(visit.meta, state.url, now, report))
-                self._count_skipped(report)
-                own.extend(visit.own)
-                if self.trust_enabled and outcome in _JUDGED:
-                    self._check_claims(state, outcome, visit, own, now)
-            if pending is not None:
-                own.extend(pending)
-            before = (state.next_due, state.provider)
-            consume_announced(state, now)
-            self._absorb(state, own, now, visited=True)
+            moved = self.tracker.after_visit(state, outcome, now, own)
+            if outcome in (Outcome.GONE, Outcome.ERROR):
+                return
             self.runtime.store.put(state)
         except StoreError as exc:
             self.runtime.store_error("write provider signals to", exc, state.url)
             return
-        if (state.next_due, state.provider) != before:
+        if moved:
             self._tell_scheduler([state])
 
-    def _check_claims(
-        self, state: PageState, outcome: Outcome, visit: _Visit, own: Signals, now: float
-    ) -> None:
-        """Trust evidence from one judged visit (see :mod:`scrapy_fresh.policy.trust`)."""
-        since = visit.prev_last_crawl
-        if since is None:
-            return
-        host = state.host
-        changed = outcome is Outcome.CHANGED
-        ledger = self.ledger
-        remembered = self._claims.pop(state.key, None) or []
-        window = [(k, t, p) for k, t, p in remembered if since < t <= now]
-        explained = {t for _, t, _ in window}
-        new_lm = parse_http_date(state.last_modified)
-        # past updates claimed for this page since the last crawl, by kind
-        past: dict[str, float] = {k: 1.0 for k, _, p in window if p is None}
-        for claim in own.past:  # the page's own dates, read in this very visit
-            if claim.signal != "http-lastmod" and since < claim.when <= now:
-                past[claim.signal] = 1.0
-        if any(since < t <= now and t != new_lm and t not in explained for t in visit.prev_past):
-            for kind in ledger.kinds_in_use(host, PAST_KINDS):  # claims of an earlier run
-                past.setdefault(kind, 1.0)
-        # announced updates that were due by now, by kind (weight: their probability)
-        future: dict[str, float] = {}
-        for k, _, p in window:
-            if p is not None:
-                future[k] = max(p, future.get(k, 0.0))
-        earlier = [p for t, p in visit.prev_future if since < t <= now and t not in explained]
-        if earlier:
-            for kind in ledger.kinds_in_use(host, FUTURE_KINDS):
-                future.setdefault(kind, max(earlier))
-        verdict = Evidence.CONFIRMED if changed else Evidence.REFUTED
-        for kind, weight in sorted({**past, **future}.items()):
-            self._observe(host, kind, verdict, weight)
-        if changed and not past:
-            for kind in ledger.kinds_in_use(host, PAST_KINDS):
-                entry = ledger.get(host, kind)
-                if entry is not None and entry.last_claim_at > since:
-                    self._observe(host, kind, Evidence.MISSED)
-        # the page's own Last-Modified
-        old_lm = parse_http_date(visit.prev_last_modified)
-        if outcome is not Outcome.NOT_MODIFIED and old_lm is not None and new_lm is not None:
-            if new_lm > old_lm:
-                self._observe(
-                    host, "http-lastmod", Evidence.CONFIRMED if changed else Evidence.REFUTED
-                )
-            elif changed:
-                self._observe(host, "http-lastmod", Evidence.MISSED)
-        # a change inside a promised quiet time (max-age, Expires, ttl, skipHours/Days)
-        not_before = self._not_before.pop(state.key, None)
-        quiet = self._quiet.get(state.key)
-        if (changed and new_lm is not None and since < new_lm) and (
-            (not_before is not None and new_lm < not_before)
-            or (quiet is not None and quiet.is_quiet(new_lm))
-        ):
-            self._observe(host, "cache", Evidence.REFUTED)
-
-    def _observe(self, host: str, kind: str, evidence: Evidence, weight: float = 1.0) -> None:
-        before, after = self.ledger.observe(host, kind, evidence, weight)
-        self.runtime.stat(f"fresh/trust/{evidence.value}")
-        if after and not before:
-            self.runtime.stat("fresh/trust/demoted")
+    def _log_trust_change(self, host: str, kind: str, demoted: bool, score: float) -> None:
+        if demoted:
             logger.warning(
                 "scrapy_fresh: %(kind)s signals of %(host)s are not trusted any more "
                 "(trust %(score).2f below FRESH_TRUST_THRESHOLD); its pages are treated as "
                 "normal until the signals prove right again.",
-                {"kind": kind, "host": host, "score": self.ledger.score(host, kind)},
+                {"kind": kind, "host": host, "score": score},
                 extra={"spider": self.crawler.spider},
             )
-        elif before and not after:
-            self.runtime.stat("fresh/trust/restored")
+        else:
             logger.info(
                 "scrapy_fresh: %(kind)s signals of %(host)s are trusted again "
                 "(trust %(score).2f).",
-                {"kind": kind, "host": host, "score": self.ledger.score(host, kind)},
+                {"kind": kind, "host": host, "score": score},
                 extra={"spider": self.crawler.spider},
             )
-
-    # -- writing signals into one record -----------------------------------------------
-
-    def _absorb(self, state: PageState, signals: Signals, now: float, *, visited: bool) -> None:
-        """Put ``signals`` (all about ``state``) into it; set its level and due time."""
-        host = state.host
-        ledger = self.ledger
-        kinds = {s.signal for s in signals.past} | {s.signal for s in signals.announced}
-        kinds |= {s.signal for s in signals.not_before} | {s.signal for s in signals.quiet}
-        for kind in sorted(kinds):
-            ledger.claimed(host, kind, now)
-            self.runtime.stat(f"fresh/providers/claims/{kind}")
-            if not ledger.trusted(host, kind):
-                self.runtime.stat("fresh/providers/untrusted_claims")
-        self._remember(
-            state.key,
-            [(s.signal, s.when, None) for s in signals.past if s.signal != "http-lastmod"]
-            + [(a.signal, a.when, a.probability) for a in signals.announced],
-        )
-        # Claims of a demoted kind are remembered above (to be checked), not used.
-        past = [
-            s.when
-            for s in signals.past
-            if s.signal != "http-lastmod" and ledger.trusted(host, s.signal)
-        ]
-        add_past(state, past)
-        announced = [
-            (
-                a.when,
-                weighted_probability(a.probability, ledger.record(host, a.signal), self.params),
-            )
-            for a in signals.announced
-            if ledger.trusted(host, a.signal)
-        ]
-        add_announced(state, announced, now)
-        cache_ok = ledger.trusted(host, "cache")
-        not_before: float | None = None
-        if signals.not_before:
-            not_before = max(n.when for n in signals.not_before)
-            self._not_before[state.key] = not_before
-        if signals.quiet:
-            self._quiet[state.key] = signals.quiet[-1]
-        used = set(ledger.kinds_in_use(host)) or {"http-lastmod"}
-        past_ok = any(ledger.trusted(host, k) for k in {*PAST_KINDS, "http-lastmod"} & used) or (
-            not {*PAST_KINDS, "http-lastmod"} & used
-        )
-        future_ok = any(ledger.trusted(host, k) for k in set(FUTURE_KINDS) & used) or (
-            not set(FUTURE_KINDS) & used
-        )
-        fixed = self._fixed_level(state)
-        if fixed is None and self.autodetect:
-            level = detected_level(state, now, past_trusted=past_ok, future_trusted=future_ok)
-            if level is not state.provider:
-                self.runtime.stat(f"fresh/providers/level/{level.value}")
-                state.provider = level
-        elif fixed is not None:
-            state.provider = fixed
-        if state.provider is Provider.NORMAL and not (cache_ok and self.autodetect):
-            return
-        if state.status is Status.GONE or (not visited and state.last_crawl is None):
-            return
-        use_past = state.provider is not Provider.NORMAL and past_ok
-        use_future = state.provider is Provider.SUPER and future_ok
-        due = signal_due(
-            state,
-            now,
-            not_before=not_before if cache_ok else None,
-            quiet=self._quiet.get(state.key) if cache_ok else None,
-            use_past=use_past,
-            use_future=use_future,
-            max_wait_secs=self.runtime.config.max_refresh_secs,
-        )
-        if due <= now < state.next_due:
-            self.runtime.stat("fresh/providers/due_now")
-        state.next_due = due
 
     def _fixed_level(self, state: PageState) -> Provider | None:
         """The level a spider or the settings fixed for ``state``, or None."""

@@ -27,9 +27,16 @@ from scrapy_fresh.fingerprint import changed as fingerprint_changed
 from scrapy_fresh.frontier.frontier import Stream
 from scrapy_fresh.frontier.revisit import Outcome, RevisitPolicy, record_visit
 from scrapy_fresh.frontier.scoring import ScoreParams
+from scrapy_fresh.policy.cost import check_cost_ratio
 from scrapy_fresh.policy.refresh import decay_for_half_life
 from scrapy_fresh.store.base import PageState, SiteState, StateStore
-from scrapy_fresh.validators import HostChecks, parse_content_length, parse_http_date
+from scrapy_fresh.validators import (
+    Check,
+    HostChecks,
+    parse_content_length,
+    parse_http_date,
+    usable_etag,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, MutableMapping
@@ -100,9 +107,7 @@ def build_store(config: FreshConfig, crawler: Crawler) -> StateStore:
         from scrapy_fresh.frontier.redis_frontier import open_redis_store
 
         prefix = config.redis_key % {"spider": getattr(crawler.spidercls, "name", "spider")}
-        params = ScoreParams(
-            alpha=config.priority_alpha, beta=config.priority_beta, s=config.priority_window_cycles
-        )
+        params = score_params(config)
         return OutageSafeStore(open_redis_store(crawler.settings, prefix, params))
     try:
         factory = load_object(config.store)
@@ -136,6 +141,19 @@ def _check_store_choice(config: FreshConfig) -> None:
                 f"FRESH_STORE ({config.store!r}) cannot be imported: {exc}. Expected "
                 "'sqlite', 'memory' or the import path of a StateStore class."
             ) from exc
+
+
+def score_params(config: FreshConfig) -> ScoreParams:
+    """The scores' constants from the ``FRESH_PRIORITY_*`` settings (the rate in the
+    ``gain`` score uses the refresh rule's p_c decay, :setting:`FRESH_PC_HALF_LIFE_VISITS`)."""
+    return ScoreParams(
+        alpha=config.priority_alpha,
+        beta=config.priority_beta,
+        s=config.priority_window_cycles,
+        rule=config.priority_score,
+        decay=_decay(config.pc_half_life_visits),
+        fill=config.cycle_fill,
+    )
 
 
 def _decay(half_life_visits: float) -> float:
@@ -218,11 +236,7 @@ class FreshRuntime:
             error_backoff_secs=config.error_backoff_secs,
             gone_confirmations=config.gone_confirmations,
         )
-        self.score_params = ScoreParams(
-            alpha=config.priority_alpha,
-            beta=config.priority_beta,
-            s=config.priority_window_cycles,
-        )
+        self.score_params = score_params(config)
         self._store: StateStore | None = None
         #: New records not written yet (see :meth:`add_new`), by key.
         self.new_records: dict[str, PageState] = {}
@@ -232,6 +246,10 @@ class FreshRuntime:
         self.ignored_pages: set[str] = set()
         #: Pages whose ETag changed while their content did not, in this run.
         self.churn_pages: set[str] = set()
+        #: Sitemaps and feeds whose body, in this run, listed an update later than their
+        #: previous visit (scrapy_fresh.provider_middleware fills it): they changed, even
+        #: when their text fingerprint (digits normalised) cannot show it.
+        self.listed_updates: set[str] = set()
         #: id(item) -> (item, outcome), filled by the spider middleware for the pipeline.
         self.item_outcomes: dict[int, tuple[Any, Outcome]] = {}
         self.pipeline_enabled = False
@@ -355,6 +373,36 @@ class FreshRuntime:
             self.hosts[host] = checks
         return checks
 
+    def check_cost(self, state: PageState) -> float:
+        """What checking ``state`` costs when it finds no change, as a share of a full
+        download (:func:`~scrapy_fresh.frontier.revisit.record_visit`'s ``check_cost``).
+
+        The host's measured cost of a cheap check (bytes of its 304s and unchanged HEAD
+        answers over the full pages, at least :setting:`FRESH_MIN_CHECK_COST_RATIO`) when
+        the page's next visit will be such a check (:meth:`HostChecks.plan`, with what the
+        record and the host have shown); 1.0 (a full download) otherwise, and before the
+        host ever answered a cheap check.
+        """
+        checks = self.host_checks(state.host)
+        ratio = check_cost_ratio(
+            checks.check_bytes, checks.check_full_bytes, floor=self.config.min_check_cost_ratio
+        )
+        if ratio is None:
+            return 1.0
+        etag = state.etag if usable_etag(state.etag) else None
+        if etag and (state.key in self.churn_pages or checks.etag_untrusted):
+            etag = None
+        last_modified = state.last_modified
+        if last_modified and parse_http_date(last_modified) is None:
+            last_modified = None
+        plan = checks.plan(
+            self.config.check,
+            has_validators=bool(etag or last_modified),
+            has_head_validators=bool(etag or last_modified or state.content_length is not None),
+            page_ignores=state.key in self.ignored_pages,
+        )
+        return 1.0 if plan is Check.NONE else ratio
+
     def host_answered(self, host: str) -> None:
         """Tell the listeners (the scheduler) that ``host`` answered a request."""
         for listener in list(self.host_listeners):
@@ -388,7 +436,7 @@ class FreshRuntime:
         except StoreError as exc:
             self.store_error("read the site of", exc, state.url)
             site = SiteState(state.host)
-        record_visit(state, outcome, now, self.policy, site)
+        record_visit(state, outcome, now, self.policy, site, check_cost=self.check_cost(state))
         checks = self.hosts.get(state.host)
         if checks is not None:
             site.checks = checks.counts()  # what this run learned holds in the next
@@ -440,6 +488,10 @@ class FreshRuntime:
     ) -> Outcome | None:
         """Record a downloaded page: new (first fetch), changed or unchanged by fingerprint.
 
+        A sitemap or feed is also changed when it lists an update later than its previous
+        visit (:attr:`listed_updates`): its dates are its content, and the fingerprint
+        makes every digit ``0``.
+
         Also stores the response's validators and learns from them: an ETag that changed
         while the content did not is per-response noise; an ETag that stayed while the
         content changed is a lie (the host is then fetched in full from now on).
@@ -450,10 +502,16 @@ class FreshRuntime:
         _, state = begun
         now = self.clock()
         old_fp, old_etag = state.fingerprint, state.etag
+        listed = state.key in self.listed_updates
+        self.listed_updates.discard(state.key)
+        text_changed = False
         if state.last_crawl is None or old_fp is None:
             outcome = Outcome.NEW
         elif fingerprint_changed(old_fp, fingerprint, self.config.fingerprint_threshold_bits):
+            outcome, text_changed = Outcome.CHANGED, True
+        elif listed:  # a sitemap or feed that lists an update we had not seen
             outcome = Outcome.CHANGED
+            self.stat("fresh/changed_by_listing")
         else:
             outcome = Outcome.UNCHANGED
         etag = headers.get("etag")
@@ -462,7 +520,7 @@ class FreshRuntime:
         if outcome is Outcome.UNCHANGED and etag and old_etag and etag != old_etag:
             checks.etag_churn += 1
             self.churn_pages.add(state.key)
-        elif outcome is Outcome.CHANGED and etag and etag == old_etag and not checks.lying:
+        elif text_changed and etag and etag == old_etag and not checks.lying:
             checks.lying = True
             self.stat("fresh/validators_lying")
             logger.warning(

@@ -14,6 +14,7 @@ import logging
 import math
 from collections import deque
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -24,9 +25,10 @@ from scrapy.utils.asyncio import call_later
 from scrapy.utils.misc import build_from_crawler, load_object
 
 from scrapy_fresh.config import parse_provider
+from scrapy_fresh.distributed import PULL_BATCH, SharedFrontier
 from scrapy_fresh.exceptions import ConfigError, StoreError
 from scrapy_fresh.frontier import Frontier, Politeness, Stream
-from scrapy_fresh.frontier.scoring import priority_score
+from scrapy_fresh.frontier.scoring import priority_score, rank_for_budget
 from scrapy_fresh.keys import url_host, url_key
 from scrapy_fresh.requestinfo import rebuild_request, request_info
 from scrapy_fresh.runtime import FreshRuntime, Lease, header
@@ -118,6 +120,8 @@ class FreshScheduler(BaseScheduler):
         self._spider_provider: Provider | None = None
         self._opened = False
         self._closed = False
+        #: The frontier shared with other workers (FRESH_STORE "redis"), set at open.
+        self._shared: SharedFrontier | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -146,7 +150,8 @@ class FreshScheduler(BaseScheduler):
             self._spider_provider = parse_provider(attr, f"{type(spider).__name__}.fresh_provider")
         store = self.runtime.store
         now = self._now
-        released = store.release_in_flight()
+        self._shared = SharedFrontier.for_runtime(self.runtime, self.crawler.settings)
+        released = store.release_in_flight() if self._shared is None else 0
         self._opened = True
         self.runtime.visit_listeners.append(self._on_visit)
         self.runtime.known_listeners.append(self._resolve_known)
@@ -155,7 +160,10 @@ class FreshScheduler(BaseScheduler):
         signals_.connect(self._spider_idle, signal=signals.spider_idle)
         signals_.connect(self._robots_parsed, signal=signals.robots_parsed)
         signals_.connect(self._response_downloaded, signal=signals.response_downloaded)
-        loaded = self._refill(now) if self._continuous else self._load_cycle(now)
+        if self._shared is not None:  # other workers' leases expire instead
+            loaded = self._pull(now)
+        else:
+            loaded = self._refill(now) if self._continuous else self._load_cycle(now)
         logger.info(
             "scrapy_fresh %(mode)s mode: %(loaded)d due pages loaded from %(records)d records "
             "(%(released)d released from an interrupted run)",
@@ -178,7 +186,11 @@ class FreshScheduler(BaseScheduler):
             self._timer = None
         if self._opened:
             try:
-                released = self.runtime.store.release_in_flight()
+                released = (
+                    self.runtime.store.release_in_flight()
+                    if self._shared is None
+                    else self._shared.give_back(list(self.runtime.leases))
+                )
             except StoreError as exc:
                 self.runtime.store_error("release the leases in", exc)
                 released = 0
@@ -197,7 +209,7 @@ class FreshScheduler(BaseScheduler):
     def has_pending_requests(self) -> bool:
         if self._ready or self._fifo or len(self.frontier) or self._parked():
             return True
-        return self._top_up(self._now)
+        return self._top_up(self._now) or (self._shared is not None and self._shared.waiting)
 
     def enqueue_request(self, request: Request) -> bool:
         if self._handoffs.pop(id(request), None) is request:
@@ -444,6 +456,8 @@ class FreshScheduler(BaseScheduler):
 
     def _may_admit(self, state: PageState) -> bool:
         """Cycle budget: re-crawls were chosen at open; new URLs share what is left."""
+        if self._shared is not None:
+            return False  # every page is handed out by the shared frontier
         if self._continuous or self._budget_left is None:
             return True
         if state.last_crawl is not None or self._budget_left <= 0:
@@ -466,21 +480,39 @@ class FreshScheduler(BaseScheduler):
         budget = self.config.cycle_budget
         if budget:
             reserve = round(budget * self.config.new_url_share)
+            old = self._budget_order([s for _, s in old], now, budget - reserve)
             take_old = min(len(old), budget - reserve)
             take_new = min(len(new), budget - take_old)
             self._spare = old[take_old:]
             self._budget_left = budget - take_old - take_new
-            if len(new) > take_new or self._spare:
+            left_due = sum(1 for _, s in self._spare if s.next_due <= now)
+            if len(new) > take_new or left_due:
                 logger.info(
                     "scrapy_fresh: FRESH_CYCLE_BUDGET (%(budget)d) leaves %(old)d due re-crawls "
                     "and %(new)d queued new URLs for a later run (unless the budget is not "
                     "used up)",
-                    {"budget": budget, "old": len(self._spare), "new": len(new) - take_new},
+                    {"budget": budget, "old": left_due, "new": len(new) - take_new},
                     extra={"spider": self.crawler.spider},
                 )
             old, new = old[:take_old], new[:take_new]
         self._admit(old + new, now)
         return len(old) + len(new)
+
+    def _budget_order(
+        self, due: list[PageState], now: float, capacity: int
+    ) -> list[tuple[float, PageState]]:
+        """Due re-crawls plus, with :setting:`FRESH_CYCLE_FILL`, the records not due yet
+        (none in error back-off), in the order the budget takes them (rank_for_budget)."""
+        params = self.runtime.score_params
+        waiting: list[PageState] = []
+        if params.fill:
+            store = self.runtime.store
+            waiting = [
+                s
+                for s in store.due(math.inf, len(store))
+                if s.next_due > now and s.last_crawl is not None and not s.errors
+            ]
+        return rank_for_budget(due, waiting, now, capacity, params)
 
     def _refill(self, now: float) -> int:
         store = self.runtime.store
@@ -492,6 +524,8 @@ class FreshScheduler(BaseScheduler):
 
     def _top_up(self, now: float) -> bool:
         """Cycle mode: give the budget new URLs left unused to the next-best re-crawls."""
+        if self._shared is not None:
+            return self._pull(now) > 0
         if (
             self._continuous
             or not self._spare
@@ -506,6 +540,15 @@ class FreshScheduler(BaseScheduler):
         self._admit(take, now)
         self._arm_timer(now)  # called from has_pending_requests(): the engine may not ask soon
         return bool(take)
+
+    def _pull(self, now: float) -> int:
+        """Take due pages from the frontier shared with other workers; return how many."""
+        assert self._shared is not None
+        self.runtime.flush_new()  # this worker's discoveries go to the shared frontier first
+        wanted = max(0, PULL_BATCH - len(self.frontier))
+        params = self.runtime.score_params
+        score = partial(priority_score, now=now, params=params)
+        return self._shared.pull(now, self._lease, score, wanted) if wanted else 0
 
     def _admit(self, scored: Iterable[tuple[float, PageState]], now: float) -> None:
         scored = list(scored)
@@ -637,6 +680,8 @@ class FreshScheduler(BaseScheduler):
         if self._continuous and self._due_hint is not None and len(self.frontier) < REFILL_BATCH:
             targets.append(self._due_hint)
         targets.extend(g.deadline for g in self._gates.values() if g.waiting)
+        if self._shared is not None and self._shared.next_time is not None:
+            targets.append(self._shared.next_time)
         if not targets:
             return
         at = max(min(targets), now)
@@ -685,6 +730,8 @@ class FreshScheduler(BaseScheduler):
     # -- signals and runtime events ----------------------------------------------------
 
     def _on_visit(self, state: PageState) -> None:
+        if self._shared is not None:
+            self._shared.host_done(state.host, self._now)
         if not self._continuous or state.status is Status.GONE:
             return
         if self._due_hint is None or state.next_due < self._due_hint:
@@ -725,6 +772,8 @@ class FreshScheduler(BaseScheduler):
             delay = None
         if delay:
             self.politeness.set_delay(host, float(delay))
+            if self._shared is not None:
+                self._shared.set_delay(host, float(delay))
             logger.info(
                 "scrapy_fresh: robots.txt of %(host)s asks for a Crawl-delay of %(delay)s s",
                 {"host": host, "delay": delay},
@@ -743,6 +792,8 @@ class FreshScheduler(BaseScheduler):
             return
         host = url_host(request.url)
         self.politeness.back_off(host, now + min(secs, MAX_RETRY_AFTER_SECS))
+        if self._shared is not None:
+            self._shared.back_off(host, now + min(secs, MAX_RETRY_AFTER_SECS))
         self.runtime.stat("fresh/backoffs")
         logger.info(
             "scrapy_fresh: %(host)s answered %(status)d with Retry-After %(secs).0f s; "

@@ -243,6 +243,58 @@ def test_unused_new_url_share_goes_to_the_next_best_records(harness: Any, known:
     assert not h.scheduler.has_pending_requests()
 
 
+def test_budget_left_by_due_records_goes_to_the_best_records_not_due(
+    harness: Any, known: Any
+) -> None:
+    def record(n: int, p_c: float, next_due: float) -> Any:
+        state = known(f"http://a.example/{n}", last_crawl=NOW - 86400, next_due=next_due,
+                      visits=20, p_c=p_c)
+        state.first_seen = NOW - 30 * 86400
+        return state
+
+    due = record(0, 0.5, NOW - 1)
+    waiting = [record(n, 0.05 * n, NOW + 3600 * n) for n in range(1, 6)]
+    erring = record(9, 0.9, NOW + 60)
+    erring.errors = 2  # in back-off: never taken early
+    records = [due, *waiting, erring]
+    h = harness({"FRESH_CYCLE_BUDGET": 4, "FRESH_NEW_URL_SHARE": 0.0}, records=records)
+    urls = {r.url for r in h.drain()}
+    best = sorted(waiting, key=lambda r: priority_score(r, NOW), reverse=True)[:3]
+    assert urls == {due.url} | {r.url for r in best}
+    assert best[0].url == "http://a.example/5"  # highest p_c: most likely changed
+
+
+def test_no_fill_keeps_the_budget_to_due_records(harness: Any, known: Any) -> None:
+    due = known("http://a.example/due", last_crawl=NOW - 86400, next_due=NOW - 1)
+    later = known("http://a.example/later", last_crawl=NOW - 86400, next_due=NOW + 60)
+    h = harness({"FRESH_CYCLE_BUDGET": 4, "FRESH_CYCLE_FILL": False}, records=[due, later])
+    assert [r.url for r in h.drain()] == [due.url]
+
+
+def test_a_binding_budget_ranks_due_and_waiting_records_by_gain(
+    harness: Any, known: Any
+) -> None:
+    # Two due records that change at every visit (each fetch buys little: they will be
+    # stale again soon) and one not due yet that changes now and then: with room for
+    # one, the not-due record's fetch is worth most.
+    def record(name: str, p_c: float, next_due: float) -> Any:
+        state = known(f"http://a.example/{name}", last_crawl=NOW - 86400, next_due=next_due,
+                      visits=30, p_c=p_c)
+        state.first_seen = NOW - 30 * 86400
+        return state
+
+    busy = [record("busy1", 1.0, NOW - 10), record("busy2", 1.0, NOW - 5)]
+    calm = record("calm", 0.5, NOW + 7 * 86400)
+    h = harness({"FRESH_CYCLE_BUDGET": 1, "FRESH_NEW_URL_SHARE": 0.0}, records=[*busy, calm])
+    assert [r.url for r in h.drain()] == [calm.url]
+    xu = harness(
+        {"FRESH_CYCLE_BUDGET": 1, "FRESH_NEW_URL_SHARE": 0.0, "FRESH_PRIORITY_SCORE": "xu"},
+        records=[record("b1", 1.0, NOW - 10), record("b2", 1.0, NOW - 5),
+                 record("c", 0.5, NOW + 7 * 86400)],
+    )
+    assert [r.url for r in xu.drain()] != ["http://a.example/c"]
+
+
 def test_leases_of_an_interrupted_run_are_released_on_open(harness: Any, known: Any) -> None:
     stuck = known("http://a.example/stuck", last_crawl=NOW - 90000, next_due=NOW - 5)
     stuck.status = Status.IN_FLIGHT

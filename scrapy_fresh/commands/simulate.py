@@ -151,6 +151,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=86400.0,
         help="how long before a change super providers announce it (default 86400)",
     )
+    parser.add_argument(
+        "--signals",
+        choices=("off", "honest", "lying"),
+        default="off",
+        help="providers publish what they know per host, read each cycle through the "
+        "crawl's signal tracker: honest, or with --liar-share of the hosts lying "
+        "(default off: pushes and announcements, levels fixed)",
+    )
+    parser.add_argument(
+        "--liar-share",
+        type=float,
+        default=0.3,
+        help="with --signals lying: share of the publishing hosts that lie (default 0.3)",
+    )
+    parser.add_argument(
+        "--autodetect",
+        action="store_true",
+        help="with --signals: pages start normal and get the level their signals "
+        "support (default: levels fixed by hand from the shares)",
+    )
+    parser.add_argument(
+        "--no-trust",
+        action="store_true",
+        help="with --signals: believe every claim (no trust learning)",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON (one object, or a list)")
     parser.add_argument(
         "--plot",
@@ -190,6 +215,10 @@ def config_from(args: argparse.Namespace, pages: int, **overrides: Any) -> Any:
                 f"--crawlers ({crawlers!r}) and --pages-per-cycle ({per_cycle!r}) must be 1 or more."
             )
         budget = crawlers * per_cycle * (DAY / args.step_secs) / pages
+    if getattr(args, "signals", "off") == "off" and (
+        getattr(args, "autodetect", False) or getattr(args, "no_trust", False)
+    ):
+        raise ConfigError("--autodetect and --no-trust need --signals honest or lying.")
     values: dict[str, Any] = {
         "budget": 1.0 if budget is None else budget,
         "step_secs": args.step_secs,
@@ -208,6 +237,10 @@ def config_from(args: argparse.Namespace, pages: int, **overrides: Any) -> Any:
             lastmod_share=getattr(args, "lastmod_share", 0.0),
             precision=getattr(args, "precision", 1.0),
             horizon_secs=getattr(args, "horizon_secs", 86400.0),
+            signals=getattr(args, "signals", "off"),
+            liar_share=getattr(args, "liar_share", 0.3),
+            autodetect=getattr(args, "autodetect", False),
+            trust=not getattr(args, "no_trust", False),
         )
         values.update(overrides)
         return SimConfig(**values)

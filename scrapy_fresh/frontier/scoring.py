@@ -10,12 +10,25 @@ popularity: accesses per day (1 unless a spider says otherwise, ``meta["fresh_ac
 spread evenly over time. Durations are measured in ``time_unit`` seconds (one hour by
 default), the unit that makes :math:`\beta` of eq. 7 balance a duration against the
 unitless :math:`S_{future}`; the paper leaves it open.
+
+That is the ``"xu"`` rule. The default, ``"gain"`` (:setting:`FRESH_PRIORITY_SCORE`), ranks
+a re-crawl by the expected fresh time the fetch buys (:mod:`scrapy_fresh.policy.gain`,
+after Cho & Garcia-Molina), times the page's popularity: under a crawl budget the
+pages that change faster than the budget can follow score low, which Xu et al.'s
+scores, growing with the time since the last crawl alone, cannot see. Provider
+knowledge enters the same way: a known past update makes the change certain (eq. 4's
+role) and an announced one cuts the fresh time a fetch before it can buy (eq. 6's
+update time, the slot rule of Section 4.1). :func:`rank_for_budget` is how a cycle
+spends its budget with these scores (``FreshScheduler`` and the simulator share it).
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
+from scrapy_fresh.policy.gain import gain_unchecked, known_gain, recent_rate_unchecked
 from scrapy_fresh.policy.priority import (
     DEFAULT_ALPHA,
     DEFAULT_BETA,
@@ -27,9 +40,13 @@ from scrapy_fresh.policy.priority import (
     spread_accesses,
     unified_score,
 )
+from scrapy_fresh.policy.refresh import DEFAULT_DECAY
 from scrapy_fresh.store.base import PageState, Provider
 
-__all__ = ["ScoreParams", "priority_score"]
+__all__ = ["SCORE_RULES", "ScoreParams", "gain_score", "priority_score", "rank_for_budget"]
+
+#: The re-crawl scores :setting:`FRESH_PRIORITY_SCORE` may name.
+SCORE_RULES = ("gain", "xu")
 
 _DAY = 86400.0
 
@@ -45,6 +62,18 @@ class ScoreParams:
     time_unit: float = 3600.0
     #: At most this many evenly spread accesses are simulated for eq. 4.
     max_accesses: int = 64
+    #: Re-crawl score: ``"gain"`` (:func:`gain_score`) or ``"xu"`` (Xu et al. alone).
+    rule: str = "gain"
+    #: Per-visit decay of the degree of success (the refresh rule's), for the rate.
+    decay: float = DEFAULT_DECAY
+    #: A cycle with budget left also takes records not due yet, best score first.
+    fill: bool = True
+
+    def __post_init__(self) -> None:
+        if self.rule not in SCORE_RULES:
+            raise ValueError(f"rule ({self.rule!r}) must be one of {', '.join(SCORE_RULES)}.")
+        if not 0.0 < self.decay <= 1.0:
+            raise ValueError(f"decay ({self.decay!r}) must be within (0, 1].")
 
 
 def priority_score(state: PageState, now: float, params: ScoreParams = ScoreParams()) -> float:
@@ -60,6 +89,8 @@ def priority_score(state: PageState, now: float, params: ScoreParams = ScorePara
     """
     if state.last_crawl is None:
         return float(state.request.get("priority", 0) or 0)
+    if params.rule == "gain":
+        return gain_score(state, now, params)
     last = min(state.last_crawl, now)
     elapsed = now - last
     weight = max(float(state.access_count), 1.0)
@@ -68,8 +99,9 @@ def priority_score(state: PageState, now: float, params: ScoreParams = ScorePara
         return past_unknown_score(last, accesses, now, c=params.c, time_unit=params.time_unit)
     count = min(params.max_accesses, max(1, round(accesses)))
     access_times = spread_accesses(count, last, now)
-    past = past_known_score(last, state.past_updates, access_times, now,
-                            time_unit=params.time_unit)
+    past = past_known_score(
+        last, state.past_updates, access_times, now, time_unit=params.time_unit
+    )
     if state.provider is Provider.SMART:
         return past
     upcoming = [(t, p) for t, p in state.future_updates if t <= now]
@@ -78,3 +110,115 @@ def priority_score(state: PageState, now: float, params: ScoreParams = ScorePara
     p_update = max(p for _, p in upcoming)
     future = future_score(p_update, [weight] * params.s, alpha=params.alpha, s=params.s)
     return unified_score(past, future, beta=params.beta)
+
+
+def gain_score(state: PageState, now: float, params: ScoreParams = ScoreParams()) -> float:
+    r"""Return the expected fresh time (seconds) a fetch of ``state`` at ``now`` buys,
+    times its popularity (accesses per day, at least 1).
+
+    :func:`scrapy_fresh.policy.gain.fetch_gain` :math:`(1 - e^{-\lambda a})(1 -
+    e^{-\lambda H})/\lambda` with :math:`a` the time since the last crawl, :math:`H` the
+    page's own mean interval between visits (what the budget has allowed it so far: the
+    fresh time a fetch buys ends at the next fetch) and :math:`\lambda` the rate of its
+    recent visits (:func:`~scrapy_fresh.policy.gain.recent_rate` on the decayed p_c, at
+    least half a change over the time watched, :func:`~scrapy_fresh.policy.gain.rate_floor`).
+
+    Smart and super pages (Xu et al. Table 1) use what their provider said
+    (:func:`~scrapy_fresh.policy.gain.known_gain`): a known update after the last crawl
+    (or an announced one whose time has passed, with its :math:`P_{update}`) makes the
+    change certain (probable), and the next announced update bounds the fresh time.
+
+    >>> from scrapy_fresh.store.base import PageState
+    >>> day = 86400.0
+    >>> calm = PageState("a", "http://a/", first_seen=0.0, last_crawl=9 * day, visits=10,
+    ...                  p_c=0.5)
+    >>> busy = PageState("b", "http://b/", first_seen=0.0, last_crawl=9 * day, visits=10,
+    ...                  p_c=1.0)
+    >>> gain_score(busy, 10 * day) < gain_score(calm, 10 * day)  # busy: soon stale again
+    True
+    >>> gain_score(calm, 10 * day) < gain_score(calm, 11 * day)
+    True
+    """
+    last = min(state.last_crawl if state.last_crawl is not None else now, now)
+    watched = max(now - state.first_seen, 1.0)
+    visits = state.visits
+    horizon = watched / visits if visits > 0 else watched
+    # recent_rate, at least half a change over the time watched (rate_floor); the
+    # record's fields are valid, so the unchecked forms (this runs per candidate).
+    rate = max(
+        recent_rate_unchecked(min(max(state.p_c, 0.0), 1.0), visits, params.decay, horizon),
+        0.5 / watched,
+    )
+    elapsed = now - last
+    weight = max(float(state.access_count), 1.0)
+    if state.provider is Provider.NORMAL:
+        return weight * gain_unchecked(rate, elapsed, horizon)
+    p_changed = -math.expm1(-rate * elapsed)
+    if any(t > last for t in state.past_updates):
+        p_changed = 1.0
+    upcoming: tuple[float, float] | None = None
+    for t, p in state.future_updates:
+        if last < t <= now:
+            p_changed = max(p_changed, p)
+        elif t > now and (upcoming is None or t < upcoming[0]):
+            upcoming = (t, p)
+    if upcoming is None or state.provider is not Provider.SUPER:
+        return weight * known_gain(p_changed, rate, horizon)
+    return weight * known_gain(
+        p_changed, rate, horizon, next_change_secs=upcoming[0] - now, p_next=upcoming[1]
+    )
+
+
+def rank_for_budget(
+    due: Iterable[PageState],
+    waiting: Iterable[PageState],
+    now: float,
+    capacity: int,
+    params: ScoreParams = ScoreParams(),
+) -> list[tuple[float, PageState]]:
+    """Order a cycle's re-crawl candidates as its budget should take them: the first
+    ``capacity`` are fetched in this cycle, the rest are next in line.
+
+    ``due`` are the records whose refresh time has come (Sharma & Dixit's rule),
+    ``waiting`` the others (empty unless :attr:`ScoreParams.fill`). When the due records
+    fit in ``capacity`` the budget does not bind: all of them go first (the refresh rule
+    decides), then the waiting ones best score first, so budget left is not lost. When
+    they do not fit, every candidate competes by score alone (Cho & Garcia-Molina's
+    allocation in greedy form, :mod:`scrapy_fresh.policy.gain`): a page whose refresh
+    time says "due" but whose fetch buys little waits, and a page the refresh rule
+    pushed far out is taken when its fetch is worth more. Equal scores keep input order.
+
+    >>> from scrapy_fresh.store.base import PageState
+    >>> day = 86400.0
+    >>> def page(key, p_c, next_due):
+    ...     return PageState(key, "http://x/" + key, first_seen=0.0, last_crawl=9 * day,
+    ...                      visits=10, p_c=p_c, next_due=next_due)
+    >>> due = [page("busy", 1.0, 0.0), page("busier", 1.0, 0.0)]
+    >>> waiting = [page("calm", 0.5, 20 * day)]
+    >>> [s.key for _, s in rank_for_budget(due, waiting, 10 * day, 1)]  # binding
+    ['calm', 'busy', 'busier']
+    >>> [s.key for _, s in rank_for_budget(due, waiting, 10 * day, 2)]  # room for the due
+    ['busy', 'busier', 'calm']
+    """
+    due_scored = _ranked(due, now, params)
+    waiting_scored = _ranked(waiting, now, params) if params.fill else []
+    if len(due_scored) <= capacity:
+        return [(score, s) for score, _, s in due_scored + waiting_scored]
+    merged = sorted(due_scored + waiting_scored, key=lambda t: -t[0])
+    return [(score, s) for score, _, s in merged]
+
+
+def _ranked(
+    states: Iterable[PageState], now: float, params: ScoreParams
+) -> list[tuple[float, int, PageState]]:
+    score = gain_score if params.rule == "gain" else priority_score
+    scored = [
+        (
+            score(s, now, params) if s.last_crawl is not None else priority_score(s, now, params),
+            i,
+            s,
+        )
+        for i, s in enumerate(states)
+    ]
+    scored.sort(key=lambda t: (-t[0], t[1]))
+    return scored

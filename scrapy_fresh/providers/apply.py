@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from scrapy_fresh.providers.signals import QuietWindow
-from scrapy_fresh.store.base import PageState, Provider
+from scrapy_fresh.store.base import MAX_FUTURE_UPDATES, MAX_PAST_UPDATES, PageState, Provider
 
 __all__ = [
     "SLOT_DELAY_SECS",
@@ -49,9 +49,9 @@ def add_past(state: PageState, times: Iterable[float]) -> int:
     (1, [10.0, 20.0])
     """
     known = set(state.past_updates)
-    new = sorted({float(t) for t in times} - known)
-    for t in new:
-        state.add_past_update(t)
+    new = {float(t) for t in times} - known
+    if new:  # the newest MAX_PAST_UPDATES, as PageState.add_past_update keeps
+        state.past_updates = sorted(known | new)[-MAX_PAST_UPDATES:]
     return len(new)
 
 
@@ -64,16 +64,21 @@ def add_announced(state: PageState, updates: Iterable[tuple[float, float]], now:
     (1, [(50.0, 0.8)])
     """
     merged = dict(state.future_updates)
+    moved = False
     new = 0
     for t, p in updates:
         if t <= now:
             continue
-        if t not in merged:
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"probability ({p!r}) must be within [0, 1].")
+        known = merged.get(t)
+        if known is None:
             new += 1
-        merged[t] = max(p, merged.get(t, 0.0))
-    state.future_updates = []
-    for t, p in sorted(merged.items()):
-        state.add_future_update(t, p)  # keeps the bound of the record
+        if known is None or p > known:
+            merged[t] = float(p)
+            moved = True
+    if moved:  # the soonest MAX_FUTURE_UPDATES, as PageState.add_future_update keeps
+        state.future_updates = sorted(merged.items())[:MAX_FUTURE_UPDATES]
     return new
 
 

@@ -39,12 +39,14 @@ from __future__ import annotations
 import bisect
 import hashlib
 import heapq
+import math
 from collections.abc import Callable
+from dataclasses import replace
 from urllib.parse import urlsplit
 
 from scrapy_fresh.frontier import Frontier, Politeness, Stream
 from scrapy_fresh.frontier.revisit import Outcome, record_visit
-from scrapy_fresh.frontier.scoring import priority_score
+from scrapy_fresh.frontier.scoring import gain_score, rank_for_budget
 from scrapy_fresh.policy.allocation import (
     cho_optimal,
     lambdacrawl_optimal,
@@ -333,11 +335,35 @@ class WebFountain(Sartcm):
 
 
 class Fresh(_Records):
-    """scrapy_fresh's crawl: due records, priority scores, the frontier, record_visit."""
+    """scrapy_fresh's crawl: due records, priority scores, the frontier, record_visit.
+
+    Speed-up (same choices): with the ``gain`` score and normal providers only, a
+    record's score never falls between its visits (:func:`gain_score` grows with the
+    time since the last crawl, its rate and horizon scale together), so its score at
+    the end of a window bounds it within the window. Each cycle scores only the records
+    whose bound can still beat the cycle's last pick (:meth:`_top`), instead of every
+    record, and hands those to the same :func:`rank_for_budget`.
+    """
+
+    #: Set False to score every record each cycle (the tests compare both).
+    prune = True
+    #: Cycles per window of score bounds.
+    window_steps = 6
 
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
-        self.params = ctx.config.score
+        # The scores' rate uses the refresh rule's p_c decay (as FreshRuntime does).
+        self.params = replace(ctx.config.score, decay=self.revisit.decay)
+        self._pruning = (
+            self.prune
+            and self.params.rule == "gain"
+            and all(lv is Level.NORMAL for lv in ctx.levels)
+            and getattr(ctx.config.providers, "signals", "off") == "off"
+        )
+        self._window = self.window_steps * ctx.config.step_secs
+        self._bound_end = -math.inf
+        self._bounds: list[tuple[float, int]] = []
+        self._moved: dict[int, float] = {}
         self.frontier = Frontier(Politeness(0.0), new_share=0.0)
         self.index = {s.key: i for i, s in enumerate(self.states)}
         self.due: set[int] = set()
@@ -398,16 +424,30 @@ class Fresh(_Records):
             when, _, page = heapq.heappop(heap)
             if states[page].next_due == when:
                 self.due.add(page)
-        if not self.due:
-            return []
-        # As FreshScheduler._load_cycle: the store's due order, then best score first.
-        ordered = sorted(self.due, key=lambda i: (states[i].next_due, states[i].key))
         params = self.params
-        scored = [(priority_score(states[i], now, params), j, i) for j, i in enumerate(ordered)]
-        scored.sort(key=lambda item: (-item[0], item[1]))
+        if not self.due and not params.fill:
+            return []
+        # As FreshScheduler._load_cycle: the store's due order, then rank_for_budget
+        # (with FRESH_CYCLE_FILL the records not due yet are candidates too).
+        ordered = sorted(self.due, key=lambda i: (states[i].next_due, states[i].key))
+        due = self.due
+        if not self._pruning:
+            waiting = [s for i, s in enumerate(states) if i not in due] if params.fill else []
+            ranked = rank_for_budget([states[i] for i in ordered], waiting, now, capacity, params)
+        elif len(ordered) <= capacity:  # all the due ones, then the best others
+            room = capacity - len(ordered) if params.fill else 0
+            best = self._top(room, now, lambda i: -1 if i in due else i)
+            ranked = rank_for_budget([states[i] for i in ordered], best, now, capacity, params)
+        else:  # binding: the best of all (or of the due ones without fill)
+            # Equal scores in rank_for_budget's order: due ones in due order, then the rest.
+            place = {page: j for j, page in enumerate(ordered)}
+            n_due, fill = len(ordered), params.fill
+            best = self._top(
+                capacity, now, lambda i: place.get(i, n_due + i if fill else -1)
+            )
+            ranked = rank_for_budget(best, [], now, capacity, params)
         frontier = self.frontier
-        for score, _, page in scored[:capacity]:
-            state = states[page]
+        for score, state in ranked[:capacity]:
             state.status = Status.IN_FLIGHT
             state.in_flight_since = now
             frontier.push(state.key, state.host, score, Stream.REFRESH, now)
@@ -415,6 +455,39 @@ class Fresh(_Records):
         while (popped := frontier.pop(now)) is not None:
             out.append(self.index[popped.key])
         return out
+
+    def _top(self, k: int, now: float, place: Callable[[int], int]) -> list[PageState]:
+        """The ``k`` records of highest score at ``now`` (see the class doc), best first;
+        ``place`` gives a record's rank among equal scores (lower first), -1 to skip it."""
+        if k <= 0:
+            return []
+        states, params = self.states, self.params
+        if now > self._bound_end:  # a new window: every record's score at its end
+            self._bound_end = now + self._window
+            self._bounds = sorted(
+                ((gain_score(s, self._bound_end, params), i) for i, s in enumerate(states)),
+                reverse=True,
+            )
+            self._moved = {}
+        moved = self._moved  # records visited in this window: their new bounds
+        fresh_bounds = sorted(((b, i) for i, b in moved.items()), reverse=True)
+        seen: set[int] = set()
+        best: list[tuple[float, int, int]] = []  # min-heap (score, -place, page), the k best
+        for bound, page in heapq.merge(self._bounds, fresh_bounds, reverse=True):
+            if len(best) == k and bound < best[0][0]:
+                break  # no record left can beat the k-th best
+            if page in seen or moved.get(page, bound) != bound:
+                continue  # a bound from before the record's visit in this window
+            seen.add(page)
+            rank = place(page)
+            if rank < 0:
+                continue
+            entry = (gain_score(states[page], now, params), -rank, page)
+            if len(best) < k:
+                heapq.heappush(best, entry)
+            elif entry > best[0]:
+                heapq.heapreplace(best, entry)
+        return [states[page] for _, _, page in sorted(best, reverse=True)]
 
     def visited(self, page: int, now: float, changed: bool, latest: float | None) -> None:
         state = self.states[page]
@@ -424,6 +497,18 @@ class Fresh(_Records):
         forget_served(state, now)
         self.due.discard(page)
         heapq.heappush(self.heap, (state.next_due, state.key, page))
+        if self._pruning and now <= self._bound_end:
+            self._moved[page] = gain_score(state, self._bound_end, self.params)
+
+
+def _fresh(ctx: Context) -> OnlinePolicy:
+    """``fresh``; with publishers (``ProviderMix.signals``) its signals go through the
+    crawl's SignalTracker (:mod:`scrapy_fresh.simulator.signalled`)."""
+    if ctx.config.providers.signals != "off":
+        from scrapy_fresh.simulator.signalled import SignalledFresh
+
+        return SignalledFresh(ctx)
+    return Fresh(ctx)
 
 
 def _fixed(
@@ -434,7 +519,7 @@ def _fixed(
 
 #: ``--policy`` name -> factory taking the replay's :class:`Context`.
 POLICIES: dict[str, Callable[[Context], OnlinePolicy | ScheduledPolicy]] = {
-    "fresh": Fresh,
+    "fresh": _fresh,
     "uniform": _fixed(_uniform),
     "proportional": _fixed(proportional),
     "nutch": Nutch,

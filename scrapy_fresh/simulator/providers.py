@@ -25,6 +25,7 @@ from __future__ import annotations
 import enum
 import random
 from dataclasses import dataclass
+from typing import Any
 
 from scrapy_fresh.providers.apply import (
     add_announced,
@@ -35,6 +36,7 @@ from scrapy_fresh.providers.apply import (
 from scrapy_fresh.store.base import PageState, Provider
 
 __all__ = [
+    "SIGNAL_MODES",
     "Level",
     "ProviderMix",
     "announce",
@@ -42,6 +44,14 @@ __all__ = [
     "forget_served",
     "signal_change",
 ]
+
+
+#: How providers speak (:attr:`ProviderMix.signals`): ``off`` (the pushes and
+#: announcements above, levels fixed), ``honest`` or ``lying`` (a publisher per host whose
+#: documents the crawl reads each cycle, through the crawl's
+#: :class:`~scrapy_fresh.providers.tracker.SignalTracker`; see
+#: :mod:`scrapy_fresh.simulator.publishers`).
+SIGNAL_MODES = ("off", "honest", "lying")
 
 
 class Level(str, enum.Enum):
@@ -71,6 +81,13 @@ class ProviderMix:
     :param lastmod_share: share of smart providers known only through Last-Modified.
     :param precision: probability that a super provider's announced time is real.
     :param horizon_secs: how long before a change a super provider announces it.
+    :param signals: one of :data:`SIGNAL_MODES`.
+    :param liar_share: with ``signals="lying"``, the share of publishing hosts that lie.
+    :param autodetect: with publishers, pages start normal and get the level their
+        signals support (:setting:`FRESH_PROVIDER_AUTODETECT`); off, each page's level is
+        fixed by hand (as ``meta["fresh_provider"]``).
+    :param trust: with publishers, judge claims at visits and demote hosts
+        (:setting:`FRESH_TRUST`).
     """
 
     super_share: float = 0.0
@@ -78,9 +95,21 @@ class ProviderMix:
     lastmod_share: float = 0.0
     precision: float = 1.0
     horizon_secs: float = 86400.0
+    signals: str = "off"
+    liar_share: float = 0.3
+    autodetect: bool = False
+    trust: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("super_share", "smart_share", "lastmod_share", "precision"):
+        if self.signals not in SIGNAL_MODES:
+            raise ValueError(
+                f"signals ({self.signals!r}) must be one of {', '.join(SIGNAL_MODES)}."
+            )
+        if self.signals == "off" and (self.autodetect or not self.trust):
+            raise ValueError(
+                "autodetect and trust need publishers: set signals to 'honest' or 'lying'."
+            )
+        for name in ("super_share", "smart_share", "lastmod_share", "precision", "liar_share"):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} ({value!r}) must be within [0, 1].")
@@ -106,14 +135,20 @@ class ProviderMix:
         rng.shuffle(levels)
         return levels
 
-    def describe(self) -> dict[str, float]:
-        return {
+    def describe(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
             "super": self.super_share,
             "smart": self.smart_share,
             "lastmod": self.lastmod_share,
             "normal": max(0.0, 1.0 - self.super_share - self.smart_share - self.lastmod_share),
             "precision": self.precision,
         }
+        if self.signals != "off":
+            out["signals"] = self.signals
+            out["liar_share"] = self.liar_share if self.signals == "lying" else 0.0
+            out["autodetect"] = self.autodetect
+            out["trust"] = self.trust
+        return out
 
 
 def announcements(

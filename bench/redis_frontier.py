@@ -1,0 +1,396 @@
+"""Benchmark: the Redis frontier against scrapy-redis's own PriorityQueue, in one run.
+
+Workload (the same for both): ``--requests`` GET requests (default 50,000) over
+``--hosts`` hosts (default 100), URLs like
+``http://host{i % H}.example/page/{i}?ref=listing&lang=en&sort=recent``. Every
+``scrapy.Request`` is built inside the timed loop; both sides end with ``Request``
+objects again when they dequeue.
+
+* **scrapy-redis** -- what ``scrapy_redis.scheduler.Scheduler`` does per request:
+  ``RFPDupeFilter.request_seen()`` (SADD of the fingerprint) then
+  ``PriorityQueue.push()`` (the request dict pickled, ZADD) on enqueue;
+  ``PriorityQueue.pop()`` (MULTI ZRANGE + ZREMRANGEBYRANK, unpickle, ``Request``) on
+  dequeue. One request per round trip, as the scheduler calls them.
+* **fresh** -- each request becomes a record (``url_key``, ``url_host``,
+  ``request_info``) and goes in with :meth:`RedisFrontier.add` in batches of
+  ``--batch`` (default 500); dequeue is :meth:`RedisFrontier.pop` of ``--batch`` URLs
+  (due-time promotion, per-host politeness, priority, leases) and
+  ``rebuild_request()``. ``fresh+commit`` also commits each visit
+  (:meth:`RedisFrontier.commit_many`: record, next due time, site, outcome) -- work
+  scrapy-redis does not do at all.
+
+Throughput is ``requests / (enqueue seconds + dequeue seconds)``; with several workers
+(processes, ``--workers 1,2,4``) each enqueues its share, all start dequeuing together
+from the shared queue, and the wall time of each phase is the slowest worker's.
+
+Memory per URL is Redis's ``used_memory`` growth over the enqueue of one worker,
+divided by the requests queued: for scrapy-redis the queue (and the queue plus its
+dupefilter set, which it needs to not fetch a URL twice); for fresh, the store and the
+frontier after the enqueue (records, due-time, doc-id indexes), and again once every
+URL is promoted into its host's ready queue.
+
+The benchmark starts its own redis-server (no persistence) on a free port in a
+temporary directory, so that nothing else runs against it. The goal (the issue):
+fresh >= 2x scrapy-redis's throughput and <= 1x its bytes per URL.
+
+Usage::
+
+    python bench/redis_frontier.py                       # 50,000 requests, 1/2/4 workers
+    python bench/redis_frontier.py --requests 10000 --workers 1
+
+Prints machine info and markdown tables on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import platform
+import queue
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+GOAL_SPEED = 2.0
+GOAL_BYTES = 1.0
+PREFIX = "bench"
+
+
+def url(i: int, hosts: int) -> str:
+    return f"http://host{i % hosts}.example/page/{i}?ref=listing&lang=en&sort=recent"
+
+
+def _spider() -> Any:
+    from scrapy import Spider
+
+    class BenchSpider(Spider):
+        name = "bench"
+
+        def parse(self, response: Any) -> Any:
+            return []
+
+    return BenchSpider()
+
+
+def _client(port: int) -> Any:
+    import redis
+
+    return redis.Redis(host="127.0.0.1", port=port)
+
+
+# -- scrapy-redis --------------------------------------------------------------------------
+
+
+class ScrapyRedis:
+    def __init__(self, port: int, spider: Any) -> None:
+        from scrapy_redis.dupefilter import RFPDupeFilter
+        from scrapy_redis.queue import PriorityQueue
+
+        self.server = _client(port)
+        self.queue = PriorityQueue(self.server, spider, f"{PREFIX}:%(spider)s:requests")
+        self.dupefilter = RFPDupeFilter(self.server, f"{PREFIX}:bench:dupefilter")
+
+    def enqueue(self, urls: list[str], batch: int) -> int:
+        from scrapy import Request
+
+        accepted = 0
+        for u in urls:
+            request = Request(u)
+            if not self.dupefilter.request_seen(request):
+                self.queue.push(request)
+                accepted += 1
+        return accepted
+
+    def dequeue(self, batch: int, commit: bool) -> int:
+        out = 0
+        while self.queue.pop() is not None:
+            out += 1
+        return out
+
+
+# -- scrapy_fresh ---------------------------------------------------------------------------
+
+
+class Fresh:
+    def __init__(self, port: int, spider: Any) -> None:
+        from scrapy_fresh.frontier.redis_frontier import RedisFrontier, due_priority
+        from scrapy_fresh.store.redis import RedisStore
+
+        self.spider = spider
+        self.store = RedisStore(_client(port), f"{PREFIX}:fresh", priority=due_priority())
+        self.frontier = RedisFrontier(self.store, lease_secs=3600.0, promote_batch=5000)
+
+    def enqueue(self, urls: list[str], batch: int) -> int:
+        from scrapy import Request
+
+        from scrapy_fresh.keys import url_host, url_key
+        from scrapy_fresh.requestinfo import request_info
+        from scrapy_fresh.store.base import PageState
+
+        now = time.time()
+        accepted = 0
+        pending: list[PageState] = []
+        for u in urls:
+            request = Request(u)
+            pending.append(
+                PageState(
+                    key=url_key(request.url, request.method, request.body),
+                    url=request.url,
+                    host=url_host(request.url),
+                    first_seen=now,
+                    next_due=now,
+                    request=request_info(request, self.spider),
+                )
+            )
+            if len(pending) >= batch:
+                accepted += len(self.frontier.add(pending))
+                pending = []
+        if pending:
+            accepted += len(self.frontier.add(pending))
+        return accepted
+
+    def dequeue(self, batch: int, commit: bool) -> int:
+        from scrapy_fresh.frontier.revisit import Outcome, record_visit
+        from scrapy_fresh.requestinfo import rebuild_request
+        from scrapy_fresh.store.base import SiteState
+
+        out = 0
+        policy = _policy()
+        while True:
+            now = time.time()
+            got = self.frontier.pop(now, batch)
+            if not got.leased:
+                if got.next_time is None or got.next_time > now + 1.0:
+                    return out
+                continue
+            for leased in got.leased:
+                rebuild_request(leased.state.request, leased.state.url, self.spider)
+            out += len(got.leased)
+            if commit:
+                visits = []
+                for leased in got.leased:
+                    site = SiteState(leased.state.host)
+                    record_visit(leased.state, Outcome.NEW, now, policy, site)
+                    visits.append((leased, leased.state, site, Outcome.NEW))
+                self.frontier.commit_many(visits)
+
+
+def _policy() -> Any:
+    from scrapy_fresh.frontier.revisit import RevisitPolicy
+
+    return RevisitPolicy()
+
+
+SYSTEMS = {"scrapy-redis": ScrapyRedis, "fresh": Fresh, "fresh+commit": Fresh}
+
+
+# -- one worker (child process) --------------------------------------------------------
+
+
+def worker(kind: str, port: int, urls: list[str], batch: int, barrier: Any, out: Any) -> None:
+    spider = _spider()
+    system = SYSTEMS[kind](port, spider)
+    barrier.wait()
+    t0 = time.perf_counter()
+    accepted = system.enqueue(urls, batch)
+    t1 = time.perf_counter()
+    barrier.wait()
+    t2 = time.perf_counter()
+    done = system.dequeue(batch, commit=kind == "fresh+commit")
+    t3 = time.perf_counter()
+    out.put({"accepted": accepted, "dequeued": done, "enqueue": t1 - t0, "dequeue": t3 - t2})
+
+
+def run(
+    kind: str, port: int, requests: int, hosts: int, workers: int, batch: int
+) -> dict[str, Any]:
+    client = _client(port)
+    client.flushall()
+    urls = [url(i, hosts) for i in range(requests)]
+    cpu0 = _server_cpu(client)
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(workers)
+    out = ctx.Queue()
+    procs = [
+        ctx.Process(target=worker, args=(kind, port, urls[w::workers], batch, barrier, out))
+        for w in range(workers)
+    ]
+    for proc in procs:
+        proc.start()
+    results = []
+    while len(results) < len(procs):
+        try:
+            results.append(out.get(timeout=5))
+        except queue.Empty:  # noqa: PERF203  # a worker that died sends nothing
+            if any(p.exitcode not in (None, 0) for p in procs):
+                for p in procs:
+                    p.kill()
+                sys.exit(f"a {kind} worker failed (see its traceback above)")
+    for proc in procs:
+        proc.join()
+    enqueue = max(r["enqueue"] for r in results)
+    dequeue = max(r["dequeue"] for r in results)
+    dequeued = sum(r["dequeued"] for r in results)
+    cpu = _server_cpu(client) - cpu0
+    client.flushall()
+    client.close()
+    return {
+        "kind": kind,
+        "workers": workers,
+        "accepted": sum(r["accepted"] for r in results),
+        "dequeued": dequeued,
+        "enqueue_s": enqueue,
+        "dequeue_s": dequeue,
+        "per_s": requests / (enqueue + dequeue),
+        "server_us": cpu / requests * 1e6,
+    }
+
+
+def _server_cpu(client: Any) -> float:
+    """CPU seconds the Redis server has used (user + system)."""
+    info = client.info("cpu")
+    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+
+
+def memory(port: int, requests: int, hosts: int, batch: int) -> dict[str, float]:
+    """Bytes per URL in Redis after one worker's enqueue (no timing)."""
+    client = _client(port)
+    spider = _spider()
+    urls = [url(i, hosts) for i in range(requests)]
+    result: dict[str, float] = {}
+
+    def used() -> int:
+        return int(client.info("memory")["used_memory"])
+
+    client.flushall()
+    base = used()
+    srd = ScrapyRedis(port, spider)
+    from scrapy import Request
+
+    for u in urls:
+        srd.queue.push(Request(u))
+    result["scrapy-redis queue"] = (used() - base) / requests
+    for u in urls:
+        srd.dupefilter.request_seen(Request(u))
+    result["scrapy-redis queue + dupefilter"] = (used() - base) / requests
+    client.flushall()
+    base = used()
+    fresh = Fresh(port, spider)
+    fresh.enqueue(urls, batch)
+    result["fresh store + frontier (waiting)"] = (used() - base) / requests
+    now = time.time() + 1
+    while fresh.frontier.pop(now, 0).next_due_time is not None:
+        pass
+    result["fresh store + frontier (all promoted, ready)"] = (used() - base) / requests
+    client.flushall()
+    client.close()
+    return result
+
+
+# -- the server and the report --------------------------------------------------------------
+
+
+def start_server(directory: str) -> tuple[subprocess.Popen[bytes], int]:
+    exe = shutil.which("redis-server")
+    if exe is None:
+        sys.exit("redis-server is not installed")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.Popen(
+        [exe, "--bind", "127.0.0.1", "--port", str(port), "--dir", directory, "--save", "",
+         "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    for _ in range(200):
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.1):
+                return proc, port
+        except OSError:  # noqa: PERF203  # not listening yet
+            time.sleep(0.05)
+    proc.terminate()
+    sys.exit("redis-server did not start")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=50_000)
+    parser.add_argument("--hosts", type=int, default=100)
+    parser.add_argument("--batch", type=int, default=500)
+    parser.add_argument("--workers", default="1,2,4")
+    parser.add_argument("--memory-requests", type=int, default=20_000)
+    args = parser.parse_args()
+    import redis
+    import scrapy
+    import scrapy_redis
+
+    with tempfile.TemporaryDirectory(prefix="redis-bench-") as tmp:
+        proc, port = start_server(tmp)
+        try:
+            version = _client(port).info("server")["redis_version"]
+            print(
+                f"# {platform.platform()}, Python {platform.python_version()}, "
+                f"{os.cpu_count()} CPUs; redis-server {version}, redis-py {redis.__version__}, "
+                f"Scrapy {scrapy.__version__}, scrapy-redis {scrapy_redis.__version__}"
+            )
+            print(f"# {args.requests} requests over {args.hosts} hosts, batch {args.batch}\n")
+            rows = []
+            for workers in [int(w) for w in args.workers.split(",")]:
+                for kind in SYSTEMS:
+                    rows.append(run(kind, port, args.requests, args.hosts, workers, args.batch))
+                    r = rows[-1]
+                    print(
+                        f"  {kind} x{workers}: {r['per_s']:.0f} req/s "
+                        f"(accepted {r['accepted']}, dequeued {r['dequeued']})",
+                        file=sys.stderr,
+                    )
+            print("| workers | scrapy-redis req/s | fresh req/s | ratio | "
+                  "fresh+commit req/s | ratio |")  # fmt: skip
+            print("|---|---|---|---|---|---|")
+            by = {(r["kind"], r["workers"]): r for r in rows}
+            for workers in sorted({r["workers"] for r in rows}):
+                base = by[("scrapy-redis", workers)]["per_s"]
+                fresh = by[("fresh", workers)]["per_s"]
+                commit = by[("fresh+commit", workers)]["per_s"]
+                print(f"| {workers} | {base:,.0f} | {fresh:,.0f} | {fresh / base:.2f}x | "
+                      f"{commit:,.0f} | {commit / base:.2f}x |")  # fmt: skip
+            print("\n| Redis server CPU per request (µs), x1 | scrapy-redis | fresh | "
+                  "fresh+commit |\n|---|---|---|---|")  # fmt: skip
+            one_worker = [by[(kind, min(r["workers"] for r in rows))] for kind in SYSTEMS]
+            print("| enqueue + dequeue | " + " | ".join(
+                f"{r['server_us']:.0f}" for r in one_worker) + " |")  # fmt: skip
+            mem = memory(port, args.memory_requests, args.hosts, args.batch)
+            print(f"\n| Redis bytes per URL ({args.memory_requests} URLs) | bytes | vs queue |")
+            print("|---|---|---|")
+            queue = mem["scrapy-redis queue"]
+            for name, value in mem.items():
+                print(f"| {name} | {value:.0f} | {value / queue:.2f}x |")
+            one = by[("fresh", 1)]["per_s"] / by[("scrapy-redis", 1)]["per_s"] if (
+                ("fresh", 1) in by) else 0.0  # fmt: skip
+            # A scrapy-redis crawl keeps each request's fingerprint in its dupefilter set
+            # as well as the pickled request in its queue; the fresh store is both.
+            waiting = (
+                mem["fresh store + frontier (waiting)"] / mem["scrapy-redis queue + dupefilter"]
+            )
+            print(
+                f"\nthroughput x1: {one:.2f}x (goal >= {GOAL_SPEED}x) "
+                f"{'PASS' if one >= GOAL_SPEED else 'MISS'}; "
+                f"bytes vs queue + dupefilter: {waiting:.2f}x (goal <= {GOAL_BYTES}x) "
+                f"{'PASS' if waiting <= GOAL_BYTES else 'MISS'}"
+            )
+        finally:
+            proc.terminate()
+            proc.wait()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,433 @@
+"""Several crawl processes on one Redis: the shared frontier seen from one worker.
+
+With :setting:`FRESH_STORE` ``"redis"``, :class:`~scrapy_fresh.scheduler.FreshScheduler`
+takes its due pages from the :class:`~scrapy_fresh.frontier.redis_frontier.RedisFrontier`
+shared by every worker (a few at a time, leased), instead of loading all due records
+into its own frontier: two workers never take the same URL, a dead worker's URLs come
+back when their lease runs out, and the per-host delays hold across workers. URLs the
+spider yields are written to the store as queued and handed out by the shared frontier
+too, so a URL two workers discover is still fetched once.
+
+:class:`OutageSafeStore` keeps a crawl going through a Redis outage: writes that fail
+because Redis cannot be reached are kept in memory and written, in order, when it
+answers again; reads of leased records fall back to the copy taken with the lease.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import math
+import time
+from typing import TYPE_CHECKING, Any
+
+from scrapy import Request
+
+from scrapy_fresh.exceptions import StoreError
+from scrapy_fresh.frontier.frontier import Stream
+from scrapy_fresh.frontier.redis_frontier import RedisFrontier
+from scrapy_fresh.store.redis import RedisStore
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator
+
+    from scrapy_fresh.runtime import FreshRuntime
+    from scrapy_fresh.store.base import PageState, SiteState, Status
+
+__all__ = ["FreshStartUrlsMixin", "OutageSafeStore", "SharedFrontier", "is_outage"]
+
+logger = logging.getLogger(__name__)
+
+#: First wait after a failed Redis call; doubled per failure up to :data:`MAX_BACKOFF_SECS`.
+FIRST_BACKOFF_SECS = 0.5
+MAX_BACKOFF_SECS = 5.0
+#: URLs a worker takes from the shared frontier at a time.
+PULL_BATCH = 64
+#: While other workers hold leases, look at the shared frontier this often (seconds).
+POLL_SECS = 0.05
+
+
+def is_outage(exc: BaseException) -> bool:
+    """True if ``exc`` (a StoreError) comes from Redis being unreachable, not from bad data."""
+    import redis
+
+    cause = exc.__cause__
+    return isinstance(cause, (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError))
+
+
+class _Backoff:
+    """Exponential back-off with one log line per outage and one when it ends."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.failures = 0
+        self.retry_at = 0.0
+
+    def ready(self) -> bool:
+        return time.monotonic() >= self.retry_at
+
+    def failed(self, exc: BaseException, detail: str = "") -> None:
+        wait = min(MAX_BACKOFF_SECS, FIRST_BACKOFF_SECS * 2**self.failures)
+        self.failures += 1
+        self.retry_at = time.monotonic() + wait
+        if self.failures == 1:
+            logger.warning(
+                "scrapy_fresh: Redis is unreachable (%(exc)s); %(what)s backs off and retries, "
+                "%(detail)s",
+                {
+                    "exc": exc.__cause__ or exc,
+                    "what": self.what,
+                    "detail": detail or "nothing lost",
+                },
+            )
+
+    def succeeded(self) -> None:
+        if self.failures:
+            logger.warning(
+                "scrapy_fresh: Redis answers again; %(what)s carries on after %(n)d failed tries.",
+                {"what": self.what, "n": self.failures},
+            )
+        self.failures = 0
+        self.retry_at = 0.0
+
+
+class OutageSafeStore:
+    """A :class:`~scrapy_fresh.store.redis.RedisStore` that outlives Redis outages.
+
+    Writes (``put``, ``put_many``, ``add_many``, ``put_site``, ``mark_in_flight``) that
+    fail because Redis is unreachable are kept (copies, in call order) and written before
+    the next call once Redis answers; they count as done for the caller, and
+    ``add_many`` then reports every record as added. ``get`` of a record leased by this
+    worker and ``get_site`` of a site read before fall back to the copies kept. Other
+    reads raise :class:`~scrapy_fresh.exceptions.StoreError` as before. :meth:`flush`
+    and :meth:`close` wait up to ``outage_wait`` seconds for Redis to take what is kept.
+    """
+
+    def __init__(self, inner: RedisStore, *, outage_wait: float = 60.0) -> None:
+        self.inner = inner
+        self.outage_wait = outage_wait
+        self.pending: list[tuple[str, tuple[Any, ...]]] = []
+        #: Records leased by this worker, with their lease tokens, until their visit is written.
+        self.leased: dict[str, tuple[PageState, str]] = {}
+        self._sites: dict[str, SiteState] = {}
+        self._backoff = _Backoff("the store")
+
+    # -- the write queue ---------------------------------------------------------------
+
+    def replay(self) -> bool:
+        """Write what an outage kept; return True when nothing is left."""
+        while self.pending:
+            method, args = self.pending[0]
+            try:
+                getattr(self.inner, method)(*args)
+            except StoreError as exc:
+                if not is_outage(exc):
+                    logger.error(
+                        "scrapy_fresh: a write kept during a Redis outage failed: %(exc)s",
+                        {"exc": exc},
+                    )
+                    self.pending.pop(0)
+                    continue
+                self._backoff.failed(exc)
+                return False
+            self.pending.pop(0)
+        self._backoff.succeeded()
+        return True
+
+    def _before(self) -> None:
+        if self.pending and self._backoff.ready():
+            self.replay()
+
+    def _write(self, method: str, *args: Any) -> Any:
+        self._before()
+        if not self.pending:
+            try:
+                result = getattr(self.inner, method)(*args)
+            except StoreError as exc:
+                if not is_outage(exc):
+                    raise
+                self._backoff.failed(exc, "keeping the writes in memory until it is back")
+            else:
+                self._backoff.succeeded()
+                return result
+        self.pending.append((method, copy.deepcopy(args)))
+        return None
+
+    def _read(self, method: str, *args: Any) -> Any:
+        self._before()
+        return getattr(self.inner, method)(*args)
+
+    # -- the StateStore protocol --------------------------------------------------------
+
+    def get(self, key: str) -> PageState | None:
+        kept = self.leased.get(key)
+        if kept is not None:  # leased by this worker: nobody else changes it meanwhile
+            return copy.deepcopy(kept[0])
+        result: PageState | None = self._read("get", key)
+        return result
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, PageState]:
+        result: dict[str, PageState] = self._read("get_many", list(keys))
+        return result
+
+    def put(self, state: PageState) -> None:
+        self.put_many([state])
+
+    def put_many(self, states: Iterable[PageState]) -> None:
+        states = list(states)
+        for state in states:
+            self.leased.pop(state.key, None)
+        self._write("put_many", states)
+
+    def add_many(self, states: Iterable[PageState]) -> list[str]:
+        states = list(states)
+        added: list[str] | None = self._write("add_many", states)
+        if added is None:
+            return list(dict.fromkeys(s.key for s in states))
+        return added
+
+    def delete(self, key: str) -> bool:
+        result: bool = self._read("delete", key)
+        return result
+
+    def due(self, now: float, limit: int) -> list[PageState]:
+        result: list[PageState] = self._read("due", now, limit)
+        return result
+
+    def next_due_time(self) -> float | None:
+        result: float | None = self._read("next_due_time")
+        return result
+
+    def mark_in_flight(self, keys: Iterable[str], now: float) -> None:
+        self._write("mark_in_flight", list(keys), now)
+
+    def release_in_flight(self, older_than: float | None = None) -> int:
+        result: int = self._read("release_in_flight", older_than)
+        return result
+
+    def counts(self) -> dict[Status, int]:
+        result: dict[Status, int] = self._read("counts")
+        return result
+
+    def iterate(self, batch_size: int = 1000) -> Iterator[PageState]:
+        result: Iterator[PageState] = self._read("iterate", batch_size)
+        return result
+
+    def __len__(self) -> int:
+        self._before()
+        return len(self.inner)
+
+    def get_site(self, host: str) -> SiteState | None:
+        try:
+            site: SiteState | None = self._read("get_site", host)
+        except StoreError as exc:
+            if host not in self._sites or not is_outage(exc):
+                raise
+            return copy.deepcopy(self._sites[host])
+        if site is not None:
+            self._sites[host] = copy.deepcopy(site)
+        return site
+
+    def put_site(self, site: SiteState) -> None:
+        self._sites[site.host] = copy.deepcopy(site)
+        self._write("put_site", site)
+
+    def sites(self) -> Iterator[SiteState]:
+        result: Iterator[SiteState] = self._read("sites")
+        return result
+
+    def flush(self) -> None:
+        """Wait (up to ``outage_wait`` seconds) until the writes kept are written."""
+        deadline = time.monotonic() + self.outage_wait
+        while self.pending and not self.replay():
+            if time.monotonic() >= deadline:
+                logger.error(
+                    "scrapy_fresh: Redis did not come back within %(secs)g s; %(n)d kept writes "
+                    "are lost (their pages are due again at the next run).",
+                    {"secs": self.outage_wait, "n": len(self.pending)},
+                )
+                self.pending.clear()
+                break
+            time.sleep(max(0.05, min(1.0, self._backoff.retry_at - time.monotonic())))
+        self.inner.flush()
+
+    def close(self) -> None:
+        if not self.inner._closed:
+            try:
+                self.flush()
+            finally:
+                self.inner.close()
+
+    def __repr__(self) -> str:
+        return f"<OutageSafeStore {self.inner!r}, {len(self.pending)} writes kept>"
+
+
+class SharedFrontier:
+    """One worker's side of the shared Redis frontier (see the module docstring).
+
+    :param store: the crawl's store (an :class:`OutageSafeStore` around a Redis store).
+    :param lease_secs: :setting:`FRESH_REDIS_LEASE_SECS`.
+    :param default_delay: ``DOWNLOAD_DELAY``.
+    :param new_share: :setting:`FRESH_NEW_URL_SHARE`.
+    """
+
+    def __init__(
+        self, store: OutageSafeStore, *, lease_secs: float, default_delay: float,
+        new_share: float, hold_secs: float | None = None,
+    ) -> None:  # fmt: skip
+        self.store = store
+        self.frontier = RedisFrontier(
+            store.inner, lease_secs=lease_secs, default_delay=default_delay,
+            new_share=new_share, hold_secs=hold_secs,
+        )  # fmt: skip
+        #: When the shared frontier may give something again (None: nothing to wait for).
+        self.next_time: float | None = None
+        #: True while URLs are due, leased by other workers or held back by an outage:
+        #: a cycle-mode crawl stays open while this is True.
+        self.waiting = False
+        self._backoff = _Backoff("the shared frontier")
+        self._last_pull = -math.inf
+        #: Hosts answered while Redis could not be told, with when (told when it is back).
+        self._done: dict[str, float] = {}
+
+    @classmethod
+    def for_runtime(cls, runtime: FreshRuntime, settings: Any) -> SharedFrontier | None:
+        """The shared frontier of a crawl whose store is Redis, else None."""
+        store = runtime.store
+        if not isinstance(store, OutageSafeStore):
+            return None
+        lease = runtime.config.redis_lease_secs
+        tries = 1 + max(0, settings.getint("RETRY_TIMES")) * settings.getbool("RETRY_ENABLED")
+        return cls(
+            store,
+            lease_secs=lease,
+            default_delay=max(0.0, settings.getfloat("DOWNLOAD_DELAY")),
+            new_share=runtime.config.new_url_share,
+            hold_secs=min(lease, settings.getfloat("DOWNLOAD_TIMEOUT", 180.0) * tries),
+        )
+
+    def pull(
+        self, now: float, lease: Callable[[PageState, Stream, float, float], None],
+        score: Callable[[PageState], float], n: int = PULL_BATCH,
+        busy_hosts: Iterable[str] = (),
+    ) -> int:  # fmt: skip
+        """Take up to ``n`` due URLs; ``lease(state, stream, score, now)`` each. Return how many.
+
+        ``busy_hosts``: hosts this worker cannot send to yet (see RedisFrontier.pop).
+        """
+        if (
+            self.waiting
+            and now < self._last_pull + POLL_SECS
+            and (self.next_time is None or now < self.next_time)
+        ):
+            return 0  # asked again too soon: nothing new can be due yet
+        self._last_pull = now
+        if not self._backoff.ready():
+            self.waiting = True
+            self.next_time = now + max(0.0, self._backoff.retry_at - time.monotonic())
+            return 0
+        if not self.store.replay():
+            self.waiting = True
+            self.next_time = now + FIRST_BACKOFF_SECS
+            return 0
+        self._flush_done()
+        try:
+            popped = self.frontier.pop(now, n, busy_hosts)
+            in_flight = self.store.inner.counts()
+        except StoreError as exc:
+            if not is_outage(exc):
+                raise
+            self._backoff.failed(exc)
+            self.waiting = True
+            self.next_time = now + max(0.0, self._backoff.retry_at - time.monotonic())
+            return 0
+        self._backoff.succeeded()
+        from scrapy_fresh.store.base import Status
+
+        others = in_flight[Status.IN_FLIGHT] - len(self.store.leased) - len(popped.leased)
+        times = [popped.next_host_time]
+        if popped.next_due_time is not None and popped.next_due_time <= now:
+            times.append(popped.next_due_time)
+        if others > 0:  # a lease of another worker may run out, or its finds come in
+            times.append(now + POLL_SECS)
+        waits = [t for t in times if t is not None]
+        self.next_time = min(waits) if waits else None
+        self.waiting = bool(popped.leased) or bool(waits)
+        for leased in popped.leased:
+            state = leased.state
+            self.store.leased[state.key] = (copy.deepcopy(state), leased.token)
+            lease(state, leased.stream, score(state), now)
+        return len(popped.leased)
+
+    def set_delay(self, host: str, delay: float) -> None:
+        """Share a robots.txt Crawl-delay with every worker (best effort)."""
+        try:
+            self.frontier.set_delay(host, delay)
+        except StoreError as exc:
+            logger.warning("scrapy_fresh: cannot share the Crawl-delay of %s: %s", host, exc)
+
+    def back_off(self, host: str, until: float) -> None:
+        """Share a ``Retry-After`` back-off with every worker (best effort)."""
+        try:
+            self.frontier.back_off(host, until)
+        except StoreError as exc:
+            logger.warning("scrapy_fresh: cannot share the back-off of %s: %s", host, exc)
+
+    def host_done(self, host: str, now: float) -> None:
+        """A visit to ``host`` was recorded: other workers may contact it after the delay."""
+        self._done[host] = now
+        self._flush_done()
+
+    def _flush_done(self) -> None:
+        while self._done:
+            host, when = next(iter(self._done.items()))
+            try:
+                self.frontier.host_done(host, when)
+            except StoreError as exc:
+                if not is_outage(exc):
+                    raise
+                self._backoff.failed(exc)
+                return
+            del self._done[host]
+
+    def give_back(self, keys: Iterable[str]) -> int:
+        """Return the leases of ``keys`` (not visited in this run) to the shared frontier."""
+        from scrapy_fresh.frontier.redis_frontier import Leased
+
+        given = 0
+        for key in keys:
+            kept = self.store.leased.pop(key, None)
+            if kept is None:
+                continue
+            state, token = kept
+            try:
+                given += self.frontier.give_back(Leased(state, token, Stream.NEW))
+            except StoreError as exc:
+                logger.warning(
+                    "scrapy_fresh: cannot give back %(url)s (%(exc)s); its lease runs out "
+                    "and another worker takes it.",
+                    {"url": state.url, "exc": exc},
+                )
+                break
+        return given
+
+
+class FreshStartUrlsMixin:
+    """Put before scrapy-redis's ``RedisSpider`` so that start URLs fed through its Redis
+    key are managed by scrapy_fresh::
+
+        class NewsSpider(FreshStartUrlsMixin, RedisSpider):
+            name = "news"
+            redis_key = "news:start_urls"
+
+    ``RedisSpider`` makes its requests with ``dont_filter=True``, and FreshScheduler
+    lets such requests bypass freshness (fetched every time, never recorded). The mixin
+    makes them ordinary requests: a known URL is fetched when it is due, a new one is
+    added to the shared frontier.
+    """
+
+    def make_request_from_data(self, data: bytes) -> Any:
+        made = super().make_request_from_data(data)  # type: ignore[misc]
+        if isinstance(made, Request):
+            return made.replace(dont_filter=False)
+        return [r.replace(dont_filter=False) if isinstance(r, Request) else r for r in made]

@@ -1,0 +1,338 @@
+"""The frontier in Redis: many crawl processes take due URLs from one shared frontier.
+
+The same two-level scheme as :class:`~scrapy_fresh.frontier.Frontier` (Castillo's
+site-then-page scheduling over Mercator's per-host back queues, seed
+``clifton-web-crawling-lecture``), kept in Redis and changed only by server-side Lua
+scripts (:mod:`scrapy_fresh.store._redis_lua`), so that two workers never take the
+same URL:
+
+* the due-time sorted set is the store's (``P:due``); a watermark promotes every key
+  that came due into the ready queue of its host, one queue per stream (``new`` for
+  never-fetched URLs, ``refresh`` for re-crawls: WebFountain's two queues mixed by
+  ``new_share``, seed ``edwards-adaptive-incremental-crawler-webfountain``);
+* a ready queue is ordered by the record's provider-aware priority (Xu et al. eq. 4,
+  5 and 7 via :func:`~scrapy_fresh.frontier.scoring.priority_score`), computed in
+  Python for the moment the record comes due, whenever the record is written;
+* per host, the next-allowed contact time (download delay, robots.txt Crawl-delay,
+  ``Retry-After`` back-off) is shared by all workers: one URL per host per delay;
+* a popped URL is leased (in flight since the pop, the time being the lease token);
+  a lease older than ``lease_secs`` goes back to the frontier at the next pop of any
+  worker, and a visit is committed (record, next due time, site, outcome count) by one
+  script that refuses a lease the worker no longer holds.
+
+Like the in-process frontier it never reads the clock: every call takes ``now``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from scrapy_fresh.frontier.frontier import Stream
+from scrapy_fresh.frontier.revisit import Outcome, RevisitPolicy, record_visit
+from scrapy_fresh.frontier.scoring import ScoreParams, priority_score
+from scrapy_fresh.store import _redis_lua as lua
+from scrapy_fresh.store._checks import check_site
+from scrapy_fresh.store.base import PageState, SiteState
+from scrapy_fresh.store.redis import RedisStore, decode_record, encode_record
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+__all__ = ["Leased", "Popped", "RedisFrontier", "due_priority", "open_redis_store"]
+
+logger = logging.getLogger(__name__)
+
+_BACK_OFF = r"""
+local P, host, untl = ARGV[1], ARGV[2], ARGV[3]
+local cur = tonumber(redis.call('HGET', P .. ':hnext', host) or '-inf')
+if tonumber(untl) > cur then
+  redis.call('HSET', P .. ':hnext', host, untl)
+  redis.call('ZADD', P .. ':hh:n', 'XX', 'GT', untl, host)
+  redis.call('ZADD', P .. ':hh:r', 'XX', 'GT', untl, host)
+end
+return 1
+"""
+
+_DEFAULT_PARAMS = ScoreParams()
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+def due_priority(params: ScoreParams = _DEFAULT_PARAMS) -> Callable[[PageState], float]:
+    """Return the scorer the Redis store writes: the priority of a record when it comes due.
+
+    Xu et al.'s scores grow while a page waits; evaluated at ``next_due`` they rank the
+    pages of a host by how urgent each is at the moment it may be fetched. New URLs
+    score by their request priority, as in the in-process scheduler.
+    """
+
+    def score(state: PageState) -> float:
+        when = state.next_due
+        if not math.isfinite(when):
+            return 0.0
+        try:
+            value = priority_score(state, when, params)
+        except (ArithmeticError, ValueError):
+            return 0.0
+        return value if math.isfinite(value) else 0.0
+
+    return score
+
+
+def open_redis_store(
+    settings: Any, prefix: str, params: ScoreParams = _DEFAULT_PARAMS
+) -> RedisStore:
+    """The Redis store of a crawl, connected through scrapy-redis's settings, scoring
+    records for the frontier with :func:`due_priority`."""
+    return RedisStore.from_settings(settings, prefix, priority=due_priority(params))
+
+
+@dataclass(frozen=True)
+class Leased:
+    """A URL a worker took: fetch it, then :meth:`RedisFrontier.commit` (or give it back)."""
+
+    state: PageState
+    #: The lease: the in-flight time written by the pop, as text.
+    token: str
+    stream: Stream
+
+    @property
+    def key(self) -> str:
+        return self.state.key
+
+
+@dataclass(frozen=True)
+class Popped:
+    """What one :meth:`RedisFrontier.pop` call gave."""
+
+    leased: list[Leased]
+    #: Leases of other workers that had run out and went back to the frontier.
+    reaped: int
+    #: When the earliest host with ready URLs may be contacted (None: no ready URL).
+    next_host_time: float | None
+    #: The earliest due time not promoted yet (None: nothing else is due later).
+    next_due_time: float | None
+
+    @property
+    def next_time(self) -> float | None:
+        """When a pop may give something again (None: the frontier is empty)."""
+        times = [t for t in (self.next_host_time, self.next_due_time) if t is not None]
+        return min(times) if times else None
+
+
+def _time(raw: bytes | str) -> float | None:
+    return float(raw) if raw else None
+
+
+class RedisFrontier:
+    """A frontier shared by every process that uses the same Redis store prefix.
+
+    :param store: the Redis store (its client and prefix are used).
+    :param lease_secs: a URL taken but not committed within this time goes back.
+    :param default_delay: seconds between two requests to one host (``DOWNLOAD_DELAY``).
+    :param new_share: share of pops that go to never-fetched URLs when both streams
+        have work (counted over all workers).
+    :param promote_batch: at most this many newly due keys promoted per pop.
+    :param hold_secs: with a delay, a host whose URL was taken gets no other request
+        until :meth:`host_done` (its answer came) or this many seconds passed (Castillo:
+        never two connections to one site); ``lease_secs`` when None.
+    """
+
+    def __init__(
+        self,
+        store: RedisStore,
+        *,
+        lease_secs: float = 600.0,
+        default_delay: float = 0.0,
+        new_share: float = 0.2,
+        promote_batch: int = 1000,
+        hold_secs: float | None = None,
+    ) -> None:
+        if lease_secs <= 0:
+            raise ValueError(f"lease_secs ({lease_secs!r}) must be more than 0.")
+        if default_delay < 0:
+            raise ValueError(f"default_delay ({default_delay!r}) must be at least 0.")
+        if not 0.0 <= new_share <= 1.0:
+            raise ValueError(f"new_share ({new_share!r}) must be within [0, 1].")
+        if promote_batch < 1:
+            raise ValueError(f"promote_batch ({promote_batch!r}) must be 1 or more.")
+        self.store = store
+        self.lease_secs = float(lease_secs)
+        self.default_delay = float(default_delay)
+        self.new_share = float(new_share)
+        self.promote_batch = int(promote_batch)
+        self.hold_secs = float(lease_secs if hold_secs is None else hold_secs)
+        client = store.client
+        self._pop = client.register_script(lua.POP)
+        self._commit = client.register_script(lua.COMMIT)
+        self._give_back = client.register_script(lua.GIVE_BACK)
+        self._back_off = client.register_script(_BACK_OFF)
+        self._host_done = client.register_script(lua.HOST_DONE)
+        self._prefix = store.prefix
+
+    # -- filling -----------------------------------------------------------------------
+
+    def add(self, states: Iterable[PageState]) -> list[str]:
+        """Discovery: add never-seen URLs (known keys are left alone); return the added keys."""
+        return self.store.add_many(states)
+
+    def schedule(self, states: Iterable[PageState]) -> None:
+        """Write records (a new due time, a new priority): the frontier follows at once."""
+        self.store.put_many(states)
+
+    # -- politeness ----------------------------------------------------------------------
+
+    def set_delay(self, host: str, delay: float) -> None:
+        """Set ``host``'s delay between requests (its robots.txt Crawl-delay), for all workers.
+
+        The delay used is never below ``default_delay``.
+        """
+        if not delay >= 0:
+            raise ValueError(f"delay ({delay!r}) for {host!r} must be at least 0.")
+        self.store._call(
+            "set a host delay", self.store.client.hset, f"{self._prefix}:hdelay",
+            host.encode(), repr(float(delay)),
+        )  # fmt: skip
+
+    def delay(self, host: str) -> float:
+        """The wait between two requests to ``host``."""
+        raw = self.store._call(
+            "read a host delay", self.store.client.hget, f"{self._prefix}:hdelay", host.encode()
+        )
+        return max(self.default_delay, float(raw) if raw else 0.0)
+
+    def back_off(self, host: str, until: float) -> None:
+        """Keep every worker away from ``host`` until ``until`` (429/503 ``Retry-After``)."""
+        self.store._run(self._back_off, "back off a host", host.encode(), repr(float(until)))
+
+    def host_done(self, host: str, now: float) -> None:
+        """``host`` answered at ``now``: end its hold; its delay counts from now."""
+        self.store._run(
+            self._host_done, "free a host", host.encode(), repr(float(now)),
+            repr(self.default_delay),
+        )  # fmt: skip
+
+    def ready_at(self, host: str) -> float:
+        """The earliest time ``host`` may be contacted (``-inf`` if never contacted)."""
+        raw = self.store._call(
+            "read a host time", self.store.client.hget, f"{self._prefix}:hnext", host.encode()
+        )
+        return float(raw) if raw else -math.inf
+
+    # -- taking and committing -----------------------------------------------------------
+
+    def pop(self, now: float, n: int = 1, skip_hosts: Iterable[str] = ()) -> Popped:
+        """Take up to ``n`` URLs that may be fetched at ``now`` (one atomic script call).
+
+        ``skip_hosts``: hosts this worker cannot contact yet (its own delay for them
+        still runs); they are left to the other workers. A worker that takes a URL only
+        when it can send the request at once keeps the moments of the requests to one
+        host as far apart as the moments they were taken.
+        """
+        if n < 0:
+            raise ValueError(f"n ({n!r}) must be 0 or more.")
+        token = repr(float(now))
+        flat, reaped, next_host, next_due = self.store._run(
+            self._pop,
+            "pop from the frontier",
+            token,
+            n,
+            repr(self.lease_secs),
+            repr(self.default_delay),
+            repr(self.new_share),
+            max(self.promote_batch, 2 * n),
+            repr(self.hold_secs),
+            *(host.encode() for host in skip_hosts),
+        )
+        leased = []
+        for i in range(0, len(flat), 2):
+            state = decode_record(flat[i], flat[i + 1])
+            stream = Stream.NEW if state.last_crawl is None else Stream.REFRESH
+            leased.append(Leased(state, token, stream))
+        if reaped:
+            logger.info(
+                "scrapy_fresh: %(n)d expired leases went back to the Redis frontier "
+                "(a worker died or hung for more than %(secs)g s)",
+                {"n": reaped, "secs": self.lease_secs},
+            )
+        return Popped(leased, int(reaped), _time(next_host), _time(next_due))
+
+    def commit(self, leased: Leased, state: PageState, site: SiteState, outcome: Outcome) -> bool:
+        """Write a visit atomically: the record (with its next due time), its site, the outcome.
+
+        ``state`` is the record after :func:`~scrapy_fresh.frontier.revisit.record_visit`.
+        Returns False, writing nothing, if the lease was lost (it ran out and another
+        worker took the URL, or the record was deleted).
+        """
+        return self.commit_many([(leased, state, site, outcome)])[0]
+
+    def commit_many(
+        self, visits: Iterable[tuple[Leased, PageState, SiteState, Outcome]]
+    ) -> list[bool]:
+        """:meth:`commit` several visits in one atomic script call (one round trip).
+
+        A visit whose lease was lost is left out; the others are written.
+        """
+        priority = self.store.priority
+        args: list[bytes | str] = [self._prefix]
+        for leased, state, site, outcome in visits:
+            if state.key != leased.key:
+                raise ValueError(f"record {state.key} is not the leased URL {leased.key}.")
+            check_site(site)
+            row = encode_record(state, priority(state))
+            args += (row[0], leased.token, *row[1:3], *row[4:],
+                     site.host.encode(), _dumps(vars(site)), Outcome(outcome).value)  # fmt: skip
+        if len(args) == 1:
+            return []
+        results = self.store._call("commit visits", self._commit, args=args)
+        lost = sum(1 for r in results if int(r) != 1)
+        if lost:
+            logger.warning(
+                "scrapy_fresh: %(n)d visits were not written: their lease had run out and "
+                "another worker took the URL (raise FRESH_REDIS_LEASE_SECS?)",
+                {"n": lost},
+            )
+        return [int(r) == 1 for r in results]
+
+    def visit(
+        self, leased: Leased, outcome: Outcome, now: float, policy: RevisitPolicy,
+        state: PageState | None = None,
+    ) -> PageState | None:  # fmt: skip
+        """Apply ``outcome`` to the leased record (and its site) and commit it.
+
+        ``state`` is the record to start from (the leased one by default, e.g. with new
+        validators and fingerprint set). Returns the committed record, or None if the
+        lease was lost.
+        """
+        record = state if state is not None else leased.state
+        site = self.store.get_site(record.host) or SiteState(record.host)
+        record_visit(record, outcome, now, policy, site)
+        return record if self.commit(leased, record, site, outcome) else None
+
+    def give_back(self, leased: Leased) -> bool:
+        """Return a URL unvisited (it is due again at once); False if the lease was lost."""
+        raw = bytes.fromhex(leased.key)
+        return bool(self.store._run(self._give_back, "give back a lease", raw, leased.token))
+
+    # -- numbers -------------------------------------------------------------------------
+
+    def served(self) -> dict[Stream, int]:
+        """Pops per stream so far, over all workers."""
+        raw = self.store._call(
+            "read the stream counts", self.store.client.hmget, f"{self._prefix}:served",
+            ["n", "r"],
+        )  # fmt: skip
+        return {Stream.NEW: int(raw[0] or 0), Stream.REFRESH: int(raw[1] or 0)}
+
+    def outcomes(self) -> dict[Outcome, int]:
+        """Committed visits per outcome so far, over all workers."""
+        raw = self.store._call(
+            "read the outcome counts", self.store.client.hgetall, f"{self._prefix}:outcomes"
+        )
+        counts = dict.fromkeys(Outcome, 0)
+        for name, value in raw.items():
+            counts[Outcome(name.decode())] = int(value)
+        return counts

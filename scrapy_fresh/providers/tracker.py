@@ -1,0 +1,409 @@
+r"""Check what providers claimed against what visits found, and apply their signals.
+
+:class:`SignalTracker` is the one implementation of provider signals in a crawl: the
+Scrapy glue (:class:`~scrapy_fresh.provider_middleware.FreshProviderMiddleware`) and the
+simulator (:mod:`scrapy_fresh.simulator.signalled`) both drive it. No Scrapy, no clock:
+every method takes ``now``.
+
+* :meth:`~SignalTracker.apply` writes signals about pages into their records (or holds
+  them for pages not known yet): past updates into ``past_updates`` (the input of
+  :math:`S_{past}^{known}`, eq. 4 of Xu et al., seed ``xu-content-provider-friendly-crawler``),
+  announced updates into ``future_updates`` (eq. 6-7), levels and due times as
+  :mod:`scrapy_fresh.providers.apply` says (the slot rule of Section 4.1).
+* :meth:`~SignalTracker.before_visit` and :meth:`~SignalTracker.after_visit` bracket a
+  visit: after it, the claims made about the page since its previous crawl are judged
+  against the outcome (:mod:`scrapy_fresh.policy.trust`: confirmed, refuted, missed) and
+  the host's trust in that kind of signal is updated in the store
+  (:mod:`scrapy_fresh.providers.ledger`). The signals of a demoted host are still
+  recorded and checked, not used (Section 5.4: a wrong announcement costs a slot twice).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from scrapy_fresh.frontier.revisit import Outcome
+from scrapy_fresh.keys import url_key
+from scrapy_fresh.policy.trust import (
+    DEFAULT_TRUST_PARAMS,
+    Evidence,
+    TrustParams,
+    weighted_probability,
+)
+from scrapy_fresh.providers.apply import (
+    add_announced,
+    add_past,
+    consume_announced,
+    detected_level,
+    signal_due,
+)
+from scrapy_fresh.providers.ledger import TrustLedger
+from scrapy_fresh.providers.signals import QuietWindow, Signals
+from scrapy_fresh.store.base import PageState, Provider, StateStore, Status
+from scrapy_fresh.validators import parse_http_date
+
+__all__ = [
+    "FUTURE_KINDS",
+    "MAX_CLAIMS",
+    "MAX_CLAIMS_PER_PAGE",
+    "MAX_PENDING",
+    "PAST_KINDS",
+    "PageRecords",
+    "SignalTracker",
+]
+
+#: Signal kinds whose claims are past updates of other pages, checked at their visits.
+PAST_KINDS = ("sitemap", "feed", "push")
+#: Signal kinds whose claims are announced updates.
+FUTURE_KINDS = ("schedule", "changefreq", "spider")
+#: URLs not in the store yet whose signals are held until their first visit.
+MAX_PENDING = 100_000
+#: Pages whose claim kinds of this run are remembered exactly (beyond: host's kinds).
+MAX_CLAIMS = 200_000
+#: Claims remembered per page in one run.
+MAX_CLAIMS_PER_PAGE = 64
+_JUDGED = (Outcome.CHANGED, Outcome.UNCHANGED, Outcome.NOT_MODIFIED)
+
+
+class PageRecords(Protocol):
+    """Where :meth:`SignalTracker.apply` reads and writes page records (a
+    :class:`~scrapy_fresh.store.base.StateStore` is one)."""
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, PageState]: ...
+
+    def put_many(self, states: Iterable[PageState]) -> None: ...
+
+
+@dataclass
+class _Visit:
+    """A page on its way: what its record said before, and what its response says."""
+
+    prev_last_crawl: float | None
+    prev_past: list[float]
+    prev_future: list[tuple[float, float]]
+    prev_last_modified: str | None
+    own: Signals = field(default_factory=Signals)
+
+
+def _no_stat(name: str, count: int = 1) -> None:
+    """The default stats sink: nothing."""
+
+
+class SignalTracker:
+    """Apply provider signals to page records and learn whom to trust (see the module).
+
+    :param store: keeps the trust records (as site records); also the page records
+        unless ``records`` is given.
+    :param params: trust constants (threshold, recover, ...).
+    :param autodetect: give pages whose level nobody fixed the level their signals
+        support (:setting:`FRESH_PROVIDER_AUTODETECT`).
+    :param trust: judge claims at visits and demote hosts (:setting:`FRESH_TRUST`); off,
+        every claim is believed.
+    :param max_wait_secs: cap on how far a not-before time may push a due time
+        (:setting:`FRESH_MAX_REFRESH_SECS`).
+    :param records: where :meth:`apply` finds the records signals are about.
+    :param key_of: the record key of a URL.
+    :param fixed_level: the level a spider or the settings fixed for a record, or None.
+    :param stat: ``stat(name, count)``, called for every ``fresh/providers/*`` and
+        ``fresh/trust/*`` stat.
+    :param on_trust_change: ``(host, kind, demoted, score)`` when a host's signals of
+        ``kind`` are demoted (``demoted`` True) or trusted again.
+    """
+
+    def __init__(
+        self,
+        store: StateStore,
+        *,
+        params: TrustParams = DEFAULT_TRUST_PARAMS,
+        autodetect: bool = True,
+        trust: bool = True,
+        max_wait_secs: float | None = None,
+        records: PageRecords | None = None,
+        key_of: Callable[[str], str] = url_key,
+        fixed_level: Callable[[PageState], Provider | None] | None = None,
+        stat: Callable[[str, int], None] = _no_stat,
+        on_trust_change: Callable[[str, str, bool, float], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.params = params
+        self.autodetect = autodetect
+        self.trust_enabled = trust
+        self.max_wait_secs = max_wait_secs
+        self.records: PageRecords = records if records is not None else store
+        self.key_of = key_of
+        self.fixed_level = fixed_level or (lambda state: None)
+        self.stat = stat
+        self.on_trust_change = on_trust_change
+        self.ledger = TrustLedger(store, params)
+        self._visits: dict[str, _Visit] = {}
+        self._pending: OrderedDict[str, Signals] = OrderedDict()
+        #: key -> claims of this run: (kind, time, probability; None for a past update).
+        self._claims: OrderedDict[str, list[tuple[str, float, float | None]]] = OrderedDict()
+        self._not_before: dict[str, float] = {}
+        self._quiet: dict[str, QuietWindow] = {}
+
+    # -- visits ------------------------------------------------------------------------
+
+    def visiting(self, key: str) -> bool:
+        """Whether a visit of ``key`` is under way (begun and not yet judged)."""
+        return key in self._visits
+
+    def before_visit(self, state: PageState) -> None:
+        """Remember what ``state`` said before it is fetched (a retry keeps the first)."""
+        if state.key in self._visits:
+            return
+        self._visits[state.key] = _Visit(
+            state.last_crawl,
+            list(state.past_updates),
+            list(state.future_updates),
+            state.last_modified,
+        )
+
+    def add_own(self, key: str, signals: Signals) -> bool:
+        """Add signals the page's own response carried; False if no visit is under way."""
+        visit = self._visits.get(key)
+        if visit is None:
+            return False
+        visit.own.extend(signals)
+        return True
+
+    def after_visit(
+        self,
+        state: PageState,
+        outcome: Outcome,
+        now: float,
+        signals: Signals | None = None,
+    ) -> bool:
+        """Judge the claims about ``state`` by ``outcome`` (the refresh rule has already
+        recorded the visit), then apply its own and held signals.
+
+        ``signals`` are more of the page's own (a spider's ``meta``). The record is not
+        written; returns whether its due time or level moved.
+        """
+        visit = self._visits.pop(state.key, None)
+        pending = self._pending.pop(state.key, None)
+        if outcome in (Outcome.GONE, Outcome.ERROR):
+            return False
+        own = Signals()
+        if visit is not None:
+            if signals is not None:
+                own.extend(signals)
+            own.extend(visit.own)
+            if self.trust_enabled and outcome in _JUDGED:
+                self._check_claims(state, outcome, visit, own, now)
+        if pending is not None:
+            own.extend(pending)
+        before = (state.next_due, state.provider)
+        consume_announced(state, now)
+        self._absorb(state, own, now, visited=True)
+        return (state.next_due, state.provider) != before
+
+    # -- signals about pages -----------------------------------------------------------
+
+    def apply(self, signals: Signals, now: float) -> list[PageState]:
+        """Write ``signals`` into the records they are about (held for unknown pages);
+        return the records that changed, already written to :attr:`records`."""
+        key_of = self.key_of
+        by_key: dict[str, Signals] = {}
+        for url in signals.urls():
+            by_key[key_of(url)] = Signals()
+        for signal in signals.past:
+            by_key[key_of(signal.url)].past.append(signal)
+        for announced in signals.announced:
+            by_key[key_of(announced.url)].announced.append(announced)
+        for not_before in signals.not_before:
+            by_key[key_of(not_before.url)].not_before.append(not_before)
+        for quiet in signals.quiet:
+            by_key[key_of(quiet.url)].quiet.append(quiet)
+        if not by_key:
+            return []
+        states = self.records.get_many(by_key)
+        changed: list[PageState] = []
+        for key, own in by_key.items():
+            state = states.get(key)
+            if state is None:
+                self._hold(key, own)
+                continue
+            before = (
+                state.next_due,
+                state.provider,
+                len(state.past_updates),
+                list(state.future_updates),
+            )
+            self._absorb(state, own, now, visited=False)
+            if (
+                state.next_due,
+                state.provider,
+                len(state.past_updates),
+                state.future_updates,
+            ) != before:
+                changed.append(state)
+        if changed:
+            self.records.put_many(changed)
+            self.stat("fresh/providers/records_updated", len(changed))
+        return changed
+
+    def _hold(self, key: str, signals: Signals) -> None:
+        held = self._pending.get(key)
+        if held is None:
+            if len(self._pending) >= MAX_PENDING:
+                self._pending.popitem(last=False)
+                self.stat("fresh/providers/pending_dropped", 1)
+            self._pending[key] = held = Signals()
+            self.stat("fresh/providers/pending", 1)
+        held.extend(signals)
+
+    def _remember(self, key: str, claims: Iterable[tuple[str, float, float | None]]) -> None:
+        known = self._claims.get(key)
+        if known is None:
+            if len(self._claims) >= MAX_CLAIMS:
+                self._claims.popitem(last=False)
+            self._claims[key] = known = []
+        known.extend(claims)
+        del known[:-MAX_CLAIMS_PER_PAGE]
+
+    # -- judging claims ----------------------------------------------------------------
+
+    def _check_claims(
+        self, state: PageState, outcome: Outcome, visit: _Visit, own: Signals, now: float
+    ) -> None:
+        """Trust evidence from one judged visit (see :mod:`scrapy_fresh.policy.trust`)."""
+        since = visit.prev_last_crawl
+        if since is None:
+            return
+        host = state.host
+        changed = outcome is Outcome.CHANGED
+        ledger = self.ledger
+        remembered = self._claims.pop(state.key, None) or []
+        window = [(k, t, p) for k, t, p in remembered if since < t <= now]
+        explained = {t for _, t, _ in window}
+        new_lm = parse_http_date(state.last_modified)
+        # past updates claimed for this page since the last crawl, by kind
+        past: dict[str, float] = {k: 1.0 for k, _, p in window if p is None}
+        for claim in own.past:  # the page's own dates, read in this very visit
+            if claim.signal != "http-lastmod" and since < claim.when <= now:
+                past[claim.signal] = 1.0
+        if any(since < t <= now and t != new_lm and t not in explained for t in visit.prev_past):
+            for kind in ledger.kinds_in_use(host, PAST_KINDS):  # claims of an earlier run
+                past.setdefault(kind, 1.0)
+        # announced updates that were due by now, by kind (weight: their probability)
+        future: dict[str, float] = {}
+        for k, _, p in window:
+            if p is not None:
+                future[k] = max(p, future.get(k, 0.0))
+        earlier = [p for t, p in visit.prev_future if since < t <= now and t not in explained]
+        if earlier:
+            for kind in ledger.kinds_in_use(host, FUTURE_KINDS):
+                future.setdefault(kind, max(earlier))
+        verdict = Evidence.CONFIRMED if changed else Evidence.REFUTED
+        for kind, weight in sorted({**past, **future}.items()):
+            self._observe(host, kind, verdict, weight)
+        if changed and not past:
+            for kind in ledger.kinds_in_use(host, PAST_KINDS):
+                entry = ledger.get(host, kind)
+                if entry is not None and entry.last_claim_at > since:
+                    self._observe(host, kind, Evidence.MISSED)
+        # the page's own Last-Modified
+        old_lm = parse_http_date(visit.prev_last_modified)
+        if outcome is not Outcome.NOT_MODIFIED and old_lm is not None and new_lm is not None:
+            if new_lm > old_lm:
+                self._observe(
+                    host, "http-lastmod", Evidence.CONFIRMED if changed else Evidence.REFUTED
+                )
+            elif changed:
+                self._observe(host, "http-lastmod", Evidence.MISSED)
+        # a change inside a promised quiet time (max-age, Expires, ttl, skipHours/Days)
+        not_before = self._not_before.pop(state.key, None)
+        quiet = self._quiet.get(state.key)
+        if (changed and new_lm is not None and since < new_lm) and (
+            (not_before is not None and new_lm < not_before)
+            or (quiet is not None and quiet.is_quiet(new_lm))
+        ):
+            self._observe(host, "cache", Evidence.REFUTED)
+
+    def _observe(self, host: str, kind: str, evidence: Evidence, weight: float = 1.0) -> None:
+        before, after = self.ledger.observe(host, kind, evidence, weight)
+        self.stat(f"fresh/trust/{evidence.value}", 1)
+        if after == before:
+            return
+        self.stat("fresh/trust/demoted" if after else "fresh/trust/restored", 1)
+        if self.on_trust_change is not None:
+            self.on_trust_change(host, kind, after, self.ledger.score(host, kind))
+
+    # -- writing signals into one record -----------------------------------------------
+
+    def _absorb(self, state: PageState, signals: Signals, now: float, *, visited: bool) -> None:
+        """Put ``signals`` (all about ``state``) into it; set its level and due time."""
+        host = state.host
+        ledger = self.ledger
+        kinds = {s.signal for s in signals.past} | {s.signal for s in signals.announced}
+        kinds |= {s.signal for s in signals.not_before} | {s.signal for s in signals.quiet}
+        for kind in sorted(kinds):
+            ledger.claimed(host, kind, now)
+            self.stat(f"fresh/providers/claims/{kind}", 1)
+            if not ledger.trusted(host, kind):
+                self.stat("fresh/providers/untrusted_claims", 1)
+        self._remember(
+            state.key,
+            [(s.signal, s.when, None) for s in signals.past if s.signal != "http-lastmod"]
+            + [(a.signal, a.when, a.probability) for a in signals.announced],
+        )
+        # Claims of a demoted kind are remembered above (to be checked), not used.
+        past = [
+            s.when
+            for s in signals.past
+            if s.signal != "http-lastmod" and ledger.trusted(host, s.signal)
+        ]
+        add_past(state, past)
+        announced = [
+            (
+                a.when,
+                weighted_probability(a.probability, ledger.record(host, a.signal), self.params),
+            )
+            for a in signals.announced
+            if ledger.trusted(host, a.signal)
+        ]
+        add_announced(state, announced, now)
+        cache_ok = ledger.trusted(host, "cache")
+        not_before: float | None = None
+        if signals.not_before:
+            not_before = max(n.when for n in signals.not_before)
+            self._not_before[state.key] = not_before
+        if signals.quiet:
+            self._quiet[state.key] = signals.quiet[-1]
+        used = set(ledger.kinds_in_use(host)) or {"http-lastmod"}
+        past_ok = any(ledger.trusted(host, k) for k in {*PAST_KINDS, "http-lastmod"} & used) or (
+            not {*PAST_KINDS, "http-lastmod"} & used
+        )
+        future_ok = any(ledger.trusted(host, k) for k in set(FUTURE_KINDS) & used) or (
+            not set(FUTURE_KINDS) & used
+        )
+        fixed = self.fixed_level(state)
+        if fixed is None and self.autodetect:
+            level = detected_level(state, now, past_trusted=past_ok, future_trusted=future_ok)
+            if level is not state.provider:
+                self.stat(f"fresh/providers/level/{level.value}", 1)
+                state.provider = level
+        elif fixed is not None:
+            state.provider = fixed
+        if state.provider is Provider.NORMAL and not (cache_ok and self.autodetect):
+            return
+        if state.status is Status.GONE or (not visited and state.last_crawl is None):
+            return
+        use_past = state.provider is not Provider.NORMAL and past_ok
+        use_future = state.provider is Provider.SUPER and future_ok
+        due = signal_due(
+            state,
+            now,
+            not_before=not_before if cache_ok else None,
+            quiet=self._quiet.get(state.key) if cache_ok else None,
+            use_past=use_past,
+            use_future=use_future,
+            max_wait_secs=self.max_wait_secs,
+        )
+        if due <= now < state.next_due:
+            self.stat("fresh/providers/due_now", 1)
+        state.next_due = due

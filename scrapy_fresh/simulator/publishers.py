@@ -1,0 +1,138 @@
+r"""Simulated publishers: what each host's sitemap and feed say, honestly or not.
+
+With :attr:`~scrapy_fresh.simulator.providers.ProviderMix.signals` set, every host of the
+trace has a publisher, read by the crawler once per crawl cycle (as a sitemap or feed
+requested on every cycle is; :doc:`/topics/providers`). :meth:`Publishers.publish`
+``(host, now)`` returns what its documents say then, as
+:class:`~scrapy_fresh.providers.signals.Signals` for the crawl's own
+:class:`~scrapy_fresh.providers.tracker.SignalTracker`. A page publishes according to its
+level (Xu et al., seed ``xu-content-provider-friendly-crawler``, Section 3.3):
+
+* ``smart`` pages: their past change times, as sitemap ``<lastmod>`` (kind ``sitemap``);
+* ``super`` pages: as smart, and each change announced ``horizon_secs`` ahead with the
+  true probability :math:`p` (``precision``): with probability :math:`p` at its real
+  time, otherwise at a spurious time (kind ``schedule``, :math:`P_{update} = p`);
+* ``normal`` and ``lastmod`` pages publish nothing (``lastmod`` pages show their
+  Last-Modified at visits, as without publishers).
+
+A *lying* host (a seeded ``liar_share`` of the hosts that publish anything) says the
+same kinds of things but false: its sitemap stamps every page with the time it is read
+(``now``), and its super pages announce an hourly schedule (the next
+:data:`LIE_ANNOUNCED` full hours, probability :data:`LIE_PROBABILITY`, as an RSS
+``sy:updatePeriod`` of ``hourly`` reads) that has nothing to do with their changes.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import random
+from dataclasses import dataclass, field
+
+from scrapy_fresh.providers.signals import AnnouncedUpdate, PastUpdate, Signals
+from scrapy_fresh.simulator.providers import Level, ProviderMix, announcements
+from scrapy_fresh.simulator.trace import Trace
+
+__all__ = ["LIE_ANNOUNCED", "LIE_PERIOD_SECS", "LIE_PROBABILITY", "Publishers", "liar_hosts"]
+
+#: A lying super host announces an update every this many seconds ...
+LIE_PERIOD_SECS = 3600.0
+#: ... the next this many of them at each read ...
+LIE_ANNOUNCED = 3
+#: ... each with this probability (what an RSS syndication schedule is read as).
+LIE_PROBABILITY = 0.8
+
+_PUBLISHING = (Level.SMART, Level.SUPER)
+
+
+def liar_hosts(hosts: list[str], share: float, rng: random.Random) -> set[str]:
+    """``round(share * len(hosts))`` of ``hosts``, drawn with ``rng``.
+
+    >>> picked = liar_hosts(["a", "b", "c", "d"], 0.5, random.Random(1))
+    >>> len(picked), picked == liar_hosts(["d", "c", "b", "a"], 0.5, random.Random(1))
+    (2, True)
+    """
+    count = min(len(hosts), round(share * len(hosts)))
+    return set(rng.sample(sorted(hosts), count))
+
+
+@dataclass
+class _Host:
+    """One host's publisher: its pages and, if honest, its events in time order."""
+
+    lying: bool
+    smart: list[str] = field(default_factory=list)
+    super: list[str] = field(default_factory=list)
+    #: (change time, url), sorted: what the sitemap's lastmods reveal over time.
+    changes: list[tuple[float, str]] = field(default_factory=list)
+    #: (time it is announced, announced time, url), sorted.
+    announced: list[tuple[float, float, str]] = field(default_factory=list)
+    read_changes: int = 0
+    read_announced: int = 0
+
+
+class Publishers:
+    """A publisher per host (see the module); ``pages`` are the trace's page names."""
+
+    def __init__(
+        self,
+        trace: Trace,
+        levels: list[Level],
+        hosts: list[str],
+        mix: ProviderMix,
+        seed: int,
+    ) -> None:
+        self.mix = mix
+        publishing = sorted({h for h, lv in zip(hosts, levels, strict=True) if lv in _PUBLISHING})
+        share = mix.liar_share if mix.signals == "lying" else 0.0
+        self.liars = liar_hosts(publishing, share, random.Random(f"liars-{seed}"))
+        self.hosts: dict[str, _Host] = {h: _Host(h in self.liars) for h in publishing}
+        rng = random.Random(f"announce-{seed}")
+        for page, level, host, changes in zip(
+            trace.pages, levels, hosts, trace.changes, strict=True
+        ):
+            if level not in _PUBLISHING:
+                continue
+            entry = self.hosts[host]
+            (entry.super if level is Level.SUPER else entry.smart).append(page)
+            if entry.lying:
+                continue
+            entry.changes.extend((t, page) for t in changes)
+            if level is Level.SUPER:
+                for t in announcements(changes, mix.precision, trace.start, trace.end, rng):
+                    entry.announced.append((max(trace.start, t - mix.horizon_secs), t, page))
+        for entry in self.hosts.values():
+            entry.changes.sort()
+            entry.announced.sort()
+
+    def lying_pages(self) -> int:
+        """How many pages the lying hosts publish about."""
+        return sum(len(h.smart) + len(h.super) for h in self.hosts.values() if h.lying)
+
+    def publish(self, host: str, now: float) -> Signals:
+        """What ``host``'s documents say when read at ``now`` (new since the last read
+        for an honest host; a liar restamps everything at every read)."""
+        entry = self.hosts.get(host)
+        out = Signals()
+        if entry is None:
+            return out
+        if entry.lying:
+            for page in (*entry.smart, *entry.super):
+                out.past.append(PastUpdate(page, now, "sitemap"))
+            first = math.floor(now / LIE_PERIOD_SECS) + 1
+            for page in entry.super:
+                for k in range(LIE_ANNOUNCED):
+                    when = (first + k) * LIE_PERIOD_SECS
+                    out.announced.append(AnnouncedUpdate(page, when, LIE_PROBABILITY, "schedule"))
+            return out
+        end = bisect.bisect_right(entry.changes, (now, "\uffff"))
+        for t, page in entry.changes[entry.read_changes : end]:
+            out.past.append(PastUpdate(page, t, "sitemap"))
+        entry.read_changes = max(entry.read_changes, end)
+        end = bisect.bisect_right(entry.announced, (now, math.inf, "\uffff"))
+        p = self.mix.precision
+        for _, when, page in entry.announced[entry.read_announced : end]:
+            if when > now:
+                out.announced.append(AnnouncedUpdate(page, when, p, "schedule"))
+        entry.read_announced = max(entry.read_announced, end)
+        return out

@@ -1,0 +1,557 @@
+"""The distributed store: URL records in one Redis server, shared by several crawl processes.
+
+:class:`RedisStore` keeps every record in one hash, plus sorted sets that serve
+:meth:`~RedisStore.due` (by next due time), :meth:`~RedisStore.release_in_flight` (by
+lease time) and :meth:`~RedisStore.iterate` (by doc_id). Every write is one server-side
+Lua script, so it is atomic and costs one round trip however many records it holds;
+reads are one command or one pipeline. Records are JSON behind a short header the
+scripts read (:mod:`scrapy_fresh.store._redis_lua`); nothing is pickled.
+
+The same keys carry the Redis frontier (:mod:`scrapy_fresh.frontier.redis_frontier`):
+every write keeps the hosts' ready queues in step, so the store API and the frontier
+can be used side by side by any number of processes.
+
+Connection: :meth:`RedisStore.from_settings` uses scrapy-redis's
+``get_redis_from_settings`` (``REDIS_URL``, ``REDIS_PARAMS``, ``REDIS_HOST``, ...), so
+AUTH (``redis://user:password@host/0``) and TLS (``rediss://``) come with the URL.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import threading
+from dataclasses import MISSING, fields
+from itertools import islice
+from typing import TYPE_CHECKING, Any
+
+from scrapy_fresh.exceptions import StoreError
+from scrapy_fresh.store import _redis_lua as lua
+from scrapy_fresh.store._checks import (
+    check_key,
+    check_limit,
+    check_site,
+    check_state,
+    check_time,
+    copy_json,
+)
+from scrapy_fresh.store.base import (
+    PageState,
+    Provider,
+    SiteState,
+    Status,
+    _bounded_future,
+    _bounded_past,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator
+    from types import TracebackType
+
+    import redis
+    from typing_extensions import Self
+
+__all__ = ["MAX_DOC_ID", "RedisStore", "decode_record", "encode_record"]
+
+logger = logging.getLogger(__name__)
+
+#: Largest doc_id the Redis store keeps exactly (sorted-set scores are doubles).
+MAX_DOC_ID = 1 << 53
+#: Records per write script call; a bigger call is split (see :meth:`RedisStore.put_many`).
+WRITE_CHUNK = 20_000
+#: Keys per read command or per mark/release script call.
+READ_CHUNK = 1_000
+#: Doc ids per ``P:ids:<bucket>`` hash (small hashes are stored compactly by Redis).
+_IDS_PER_BUCKET = 256
+
+_STATUS_CODES = {Status.QUEUED: "0", Status.IDLE: "1", Status.IN_FLIGHT: "2", Status.GONE: "3"}
+_STATUSES = {code.encode(): status for status, code in _STATUS_CODES.items()}
+
+# Fields kept in the JSON part, by short name; only values other than the default
+# (or of another type) are written.
+_HEADER_FIELDS = frozenset({"key", "host", "doc_id", "status", "in_flight_since"})
+_SHORT = {
+    "url": "u", "provider": "pv", "first_seen": "fs", "last_crawl": "lc", "next_due": "nd",
+    "refresh_secs": "rs", "p_l": "pl", "p_g": "pg", "visits": "v", "changes": "c",
+    "p_c": "pc", "change_bucket": "cb", "change_rate": "cr", "errors": "e",
+    "fingerprint": "fp", "etag": "et", "last_modified": "lm", "content_length": "cl",
+    "access_count": "ac", "past_updates": "pu", "future_updates": "fu", "request": "rq",
+}  # fmt: skip
+_LONG = {short: name for name, short in _SHORT.items()}
+_DEFAULTS: dict[str, Any] = {}
+for _f in fields(PageState):
+    if _f.name not in _HEADER_FIELDS and _f.name != "url":
+        _factory: Any = _f.default_factory
+        _DEFAULTS[_f.name] = _f.default if _f.default is not MISSING else _factory()
+_SCALAR_DEFAULTS = [(n, _SHORT[n], d, type(d)) for n, d in _DEFAULTS.items() if n not in
+                    ("provider", "past_updates", "future_updates", "request")]  # fmt: skip
+
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
+_loads = json.loads
+_new_object = object.__new__
+
+
+def _float_text(value: float) -> str:
+    return repr(float(value))
+
+
+def default_priority(state: PageState) -> float:
+    """The frontier priority of a record when nothing better is known: its request priority."""
+    value = state.request.get("priority", 0) if isinstance(state.request, dict) else 0
+    try:
+        return float(value or 0)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def encode_record(state: PageState, priority: float) -> tuple[bytes | str, ...]:
+    """Return the 9 script arguments of ``state`` (see :data:`~._redis_lua.WRITE`).
+
+    :raises ValueError, TypeError: for a record no backend can store (see ``check_state``).
+    """
+    check_state(state)
+    if state.doc_id > MAX_DOC_ID:
+        raise ValueError(
+            f"doc_id ({state.doc_id!r}) of {state.key} is above 2**53, the largest doc_id "
+            "the Redis store keeps exactly; pass doc_id=0 to get one from the store."
+        )
+    body: dict[str, Any] = {"u": state.url}
+    data = state.__dict__
+    for name, short, default, kind in _SCALAR_DEFAULTS:
+        value = data[name]
+        if value != default or type(value) is not kind:
+            body[short] = value
+    if type(state.next_due) is float:  # the header has it: read from there
+        body.pop("nd", None)
+        if type(state.first_seen) is float and state.first_seen == state.next_due:
+            body["fs"] = "nd"  # a new URL is due when it is first seen: the time once
+    if state.provider is not Provider.NORMAL:
+        body["pv"] = Provider(state.provider).value
+    if state.past_updates:
+        body["pu"] = _bounded_past(state.past_updates)
+    if state.future_updates:
+        body["fu"] = _bounded_future(state.future_updates)
+    request = state.request
+    if request:
+        if request.get("url") == state.url:  # request_info() keeps the URL: keep it once
+            request = {k: v for k, v in request.items() if k != "url"}
+            body["ru"] = 1
+        body["rq"] = request
+    try:
+        text = _dumps(body)
+    except (TypeError, ValueError):
+        copy_json(state.request, f"request of {state.key}")  # raises the clear TypeError
+        raise
+    if not math.isfinite(priority):
+        priority = 0.0 if math.isnan(priority) else math.copysign(1e300, priority)
+    since = state.in_flight_since
+    return (
+        bytes.fromhex(state.key),
+        _STATUS_CODES[Status(state.status)],
+        ("n" if state.last_crawl is None else "r") + ("0" if state.visits == 0 else "1"),
+        str(state.doc_id),
+        _float_text(state.next_due),
+        "" if since is None else _float_text(since),
+        _float_text(priority),
+        state.host,
+        text,
+    )
+
+
+def decode_record(key: bytes, value: bytes) -> PageState:
+    """Build the record stored under the 20-byte ``key`` from its stored ``value``."""
+    status, _flags, doc_id, due, since, _priority, host_len, rest = value.split(b"|", 7)
+    size = int(host_len)
+    data = _loads(rest[size:])
+    state: PageState = _new_object(PageState)
+    attrs = dict(_DEFAULTS)
+    attrs["next_due"] = float(due)
+    attrs["past_updates"] = []
+    attrs["future_updates"] = []
+    attrs["request"] = {}
+    url_once = data.pop("ru", None)
+    for short, item in data.items():
+        attrs[_LONG[short]] = item
+    if url_once:
+        attrs["request"] = {"url": attrs["url"], **attrs["request"]}
+    if attrs["first_seen"] == "nd":
+        attrs["first_seen"] = attrs["next_due"]
+    attrs["provider"] = Provider(attrs["provider"])
+    if data.get("fu"):
+        attrs["future_updates"] = [(t, p) for t, p in attrs["future_updates"]]
+    url = attrs.pop("url")
+    state.__dict__.update(
+        key=key.hex(),
+        url=url,
+        host=rest[:size].decode(),
+        doc_id=int(doc_id),
+        status=_STATUSES[status],
+        in_flight_since=float(since) if since else None,
+        **attrs,
+    )
+    return state
+
+
+def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    iterator = iter(items)
+    while chunk := list(islice(iterator, size)):
+        yield chunk
+
+
+class RedisStore:
+    """:class:`~scrapy_fresh.store.base.StateStore` in Redis, shared by many crawl processes.
+
+    :param client: a ``redis.Redis`` client (``decode_responses`` must be off).
+    :param prefix: every key of this store starts with ``prefix + ":"``; one prefix per
+        project or spider (:setting:`FRESH_REDIS_KEY`).
+    :param priority: the frontier priority of a record, computed whenever it is written
+        (the Redis frontier passes Xu et al.'s provider-aware score); by default the
+        request priority.
+    :param owns_client: close the client's connections in :meth:`close`.
+
+    Every write call is one Lua script (atomic, one round trip) up to
+    :data:`WRITE_CHUNK` records; a bigger ``put_many``/``add_many`` is split into
+    atomic chunks after every record was checked. Writes are as durable as the server's
+    persistence makes them (``appendonly yes`` for a crawl that must survive a Redis
+    restart); :meth:`flush` has nothing to do. Doc ids go up to 2**53. Thread-safe:
+    redis-py clients are, and every call is one atomic server-side step.
+
+    Failures of Redis (connection, timeout, out of memory) raise
+    :class:`~scrapy_fresh.exceptions.StoreError` naming the server.
+    """
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        prefix: str = "fresh",
+        *,
+        priority: Callable[[PageState], float] | None = None,
+        owns_client: bool = False,
+    ) -> None:
+        if not isinstance(prefix, str) or not prefix:
+            raise ValueError(f"prefix ({prefix!r}) must be a non-empty string.")
+        if client.get_connection_kwargs().get("decode_responses"):
+            raise ValueError(
+                "The Redis client decodes responses (decode_responses=True); the store needs "
+                "raw bytes. Create the client without decode_responses."
+            )
+        self.client = client
+        self.prefix = prefix
+        self.priority: Callable[[PageState], float] = priority or default_priority
+        self._owns_client = owns_client
+        self._closed = False
+        self._lock = threading.Lock()
+        k = prefix + ":"
+        self.k_pages, self.k_ids, self.k_due = k + "pages", k + "ids", k + "due"
+        self.k_flight, self.k_counts, self.k_sites = k + "flight", k + "counts", k + "sites"
+        self._write = client.register_script(lua.WRITE)
+        self._delete = client.register_script(lua.DELETE)
+        self._due = client.register_script(lua.DUE)
+        self._mark = client.register_script(lua.MARK)
+        self._release = client.register_script(lua.RELEASE)
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Any,
+        prefix: str,
+        *,
+        priority: Callable[[PageState], float] | None = None,
+    ) -> RedisStore:
+        """Connect as scrapy-redis does (``REDIS_URL``, ``REDIS_PARAMS``, ...).
+
+        Responses are always read as bytes, whatever ``REDIS_DECODE_RESPONSES`` says.
+        Unless ``REDIS_PARAMS`` gives a ``retry``, a failed command is retried once at
+        once (a dropped connection) and then fails: redis-py's default retries would
+        block the crawl for seconds per call while Redis is down, and the crawl has its
+        own back-off (:mod:`scrapy_fresh.distributed`).
+        """
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+        from scrapy_redis.connection import get_redis_from_settings
+
+        client = get_redis_from_settings(settings)
+        if "retry" not in settings.getdict("REDIS_PARAMS"):
+            client.set_retry(Retry(NoBackoff(), 1))
+        kwargs = client.get_connection_kwargs()
+        if kwargs.get("decode_responses"):
+            pool = client.connection_pool
+            params = {**pool.connection_kwargs, "decode_responses": False}
+            client = type(client)(
+                connection_pool=type(pool)(connection_class=pool.connection_class, **params)
+            )
+            if "retry" not in settings.getdict("REDIS_PARAMS"):
+                client.set_retry(Retry(NoBackoff(), 1))
+        return cls(client, prefix, priority=priority, owns_client=True)
+
+    # -- internals -------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError("The RedisStore is closed; create a new store to use it again.")
+
+    def _error(self, action: str, exc: Exception) -> StoreError:
+        kwargs = self.client.get_connection_kwargs()
+        where = kwargs.get("path") or f"{kwargs.get('host', '?')}:{kwargs.get('port', '?')}"
+        return StoreError(
+            f"Redis store {self.prefix!r} at {where} failed to {action}: "
+            f"{type(exc).__name__}: {exc}"
+        )
+
+    def _call(self, action: str, func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        import redis
+
+        self._check_open()
+        try:
+            return func(*args, **kwargs)
+        except redis.exceptions.ResponseError as exc:
+            text = str(exc)
+            if text.startswith("DOCID "):
+                _, doc_id, key, owner = text.split()[:4]
+                raise StoreError(
+                    f"doc_id {doc_id} of new record {key} is already used by {owner}; "
+                    "pass doc_id=0 to get a new one."
+                ) from None
+            raise self._error(action, exc) from exc
+        except redis.exceptions.RedisError as exc:
+            raise self._error(action, exc) from exc
+
+    def _run(self, script: Any, action: str, *args: Any) -> Any:
+        return self._call(action, script, args=(self.prefix, *args))
+
+    def _encode_all(self, states: Iterable[PageState]) -> list[tuple[bytes | str, ...]]:
+        priority = self.priority
+        return [encode_record(s, priority(s)) for s in states]
+
+    def _writes(self, mode: str, rows: list[tuple[bytes | str, ...]]) -> list[int]:
+        written: list[int] = []
+        for start in range(0, len(rows), WRITE_CHUNK):
+            chunk = rows[start : start + WRITE_CHUNK]
+            args: list[bytes | str] = [mode]
+            for row in chunk:
+                args.extend(row)
+            done = self._run(self._write, f"{mode} records", *args)
+            written.extend(start + int(i) for i in done)
+        return written
+
+    # -- records ---------------------------------------------------------------
+
+    def get(self, key: str) -> PageState | None:
+        """Return the record of ``key``, or None."""
+        raw = bytes.fromhex(check_key(key))
+        value = self._call("get a record", self.client.hget, self.k_pages, raw)
+        return None if value is None else decode_record(raw, value)
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, PageState]:
+        """Return the records of ``keys`` that exist, by key (one pipeline)."""
+        raws = list(dict.fromkeys(bytes.fromhex(check_key(k)) for k in keys))
+        self._check_open()
+        if not raws:
+            return {}
+        chunks = list(_chunks(raws, READ_CHUNK))
+
+        def fetch() -> list[Any]:
+            pipe = self.client.pipeline(transaction=False)
+            for chunk in chunks:
+                pipe.hmget(self.k_pages, chunk)
+            return pipe.execute()
+
+        out: dict[str, PageState] = {}
+        for chunk, values in zip(chunks, self._call("get records", fetch), strict=True):
+            for raw, value in zip(chunk, values, strict=True):
+                if value is not None:
+                    state = decode_record(raw, value)
+                    out[state.key] = state
+        return out
+
+    def put(self, state: PageState) -> None:
+        """Insert or replace the record of ``state.key`` (see :meth:`put_many`)."""
+        self.put_many((state,))
+
+    def put_many(self, states: Iterable[PageState]) -> None:
+        """Insert or replace records in one atomic script call: all of them or none.
+
+        Every record is checked before anything is sent. Calls of more than
+        :data:`WRITE_CHUNK` records are written in atomic chunks of that size.
+        """
+        self._check_open()
+        rows = self._encode_all(states)
+        if rows:
+            self._writes("put", rows)
+
+    def add_many(self, states: Iterable[PageState]) -> list[str]:
+        """Insert the records whose key is absent; return their keys in input order."""
+        self._check_open()
+        rows = self._encode_all(states)
+        if not rows:
+            return []
+        return [rows[i][0].hex() for i in self._writes("add", rows)]  # type: ignore[union-attr]
+
+    def delete(self, key: str) -> bool:
+        """Remove the record of ``key``; return whether there was one."""
+        raw = bytes.fromhex(check_key(key))
+        return bool(self._run(self._delete, "delete a record", raw))
+
+    # -- scheduling ------------------------------------------------------------
+
+    def due(self, now: float, limit: int) -> list[PageState]:
+        """Return up to ``limit`` queued or idle records with ``next_due <= now``, most urgent first."""
+        check_limit(limit)
+        check_time("now", now)
+        self._check_open()
+        if limit == 0:
+            return []
+        flat = self._run(self._due, "read due records", _float_text(now), limit)
+        return [decode_record(flat[i], flat[i + 1]) for i in range(0, len(flat), 2)]
+
+    def next_due_time(self) -> float | None:
+        """Return the earliest ``next_due`` of a queued or idle record, or None."""
+        first = self._call(
+            "read the next due time", self.client.zrange, self.k_due, 0, 0, withscores=True
+        )
+        return float(first[0][1]) if first else None
+
+    def mark_in_flight(self, keys: Iterable[str], now: float) -> None:
+        """Mark the records of ``keys`` in flight since ``now``; unknown keys are ignored."""
+        check_time("now", now)
+        raws = [bytes.fromhex(check_key(k)) for k in keys]
+        self._check_open()
+        since = _float_text(now)
+        for chunk in _chunks(raws, WRITE_CHUNK):
+            self._run(self._mark, "mark records in flight", since, *chunk)
+
+    def release_in_flight(self, older_than: float | None = None) -> int:
+        """Put in-flight records back to queued (never visited) or idle; return how many.
+
+        Works through the leases :data:`READ_CHUNK` at a time (one atomic script each),
+        so a big release never blocks the server for long.
+        """
+        if older_than is not None:
+            check_time("older_than", older_than)
+        self._check_open()
+        bound = "" if older_than is None else _float_text(older_than)
+        released = 0
+        while True:
+            looked, done = self._run(self._release, "release in-flight records", bound, READ_CHUNK)
+            released += int(done)
+            if int(looked) < READ_CHUNK or not done:
+                return released
+
+    def counts(self) -> dict[Status, int]:
+        """Return the number of records per status (every status, zero included)."""
+        codes = list(_STATUSES)
+        values = self._call("read the counts", self.client.hmget, self.k_counts, codes)
+        return {_STATUSES[c]: int(v or 0) for c, v in zip(codes, values, strict=True)}
+
+    def iterate(self, batch_size: int = 1000) -> Iterator[PageState]:
+        """Yield every record in ``doc_id`` order, reading ``batch_size`` at a time.
+
+        Keyset pagination over the doc ids: records written during the iteration keep
+        their doc_id and never come twice.
+        """
+        if batch_size < 1:
+            raise ValueError(f"batch_size ({batch_size!r}) must be 1 or more.")
+        self._check_open()
+        return self._iterate(batch_size)
+
+    def _iterate(self, batch_size: int) -> Iterator[PageState]:
+        last = self._call("iterate over records", self.client.get, f"{self.prefix}:lastid")
+        buckets = range(int(last or 0) // _IDS_PER_BUCKET + 1)
+        step = max(1, batch_size // _IDS_PER_BUCKET)
+        for start in range(0, len(buckets), step):
+            chunk = buckets[start : start + step]
+
+            def read_ids(chunk: range = chunk) -> list[Any]:
+                pipe = self.client.pipeline(transaction=False)
+                for bucket in chunk:
+                    pipe.hgetall(f"{self.k_ids}:{bucket}")
+                return pipe.execute()
+
+            ids: list[tuple[int, bytes]] = []
+            for found in self._call("iterate over records", read_ids):
+                ids.extend(sorted((int(doc), raw) for doc, raw in found.items()))
+            for part in _chunks(ids, batch_size):
+                raws = [raw for _, raw in part]
+                values = self._call("iterate over records", self.client.hmget, self.k_pages, raws)
+                for raw, value in zip(raws, values, strict=True):
+                    if value is not None:
+                        yield decode_record(raw, value)
+
+    def __len__(self) -> int:
+        return sum(self.counts().values())
+
+    # -- sites -----------------------------------------------------------------
+
+    def get_site(self, host: str) -> SiteState | None:
+        """Return the site record of ``host``, or None."""
+        value = self._call("read a site", self.client.hget, self.k_sites, host.encode())
+        return None if value is None else SiteState.from_dict(_loads(value))
+
+    def put_site(self, site: SiteState) -> None:
+        """Insert or replace the site record of ``site.host``."""
+        check_site(site)
+        self._call(
+            "write a site", self.client.hset, self.k_sites, site.host.encode(),
+            _dumps(site.to_dict()),
+        )  # fmt: skip
+
+    def sites(self) -> Iterator[SiteState]:
+        """Yield every site record once (in the server's order)."""
+        self._check_open()
+        return self._sites()
+
+    def _sites(self) -> Iterator[SiteState]:
+        seen: set[bytes] = set()
+        cursor = 0
+        while True:
+            cursor, batch = self._call(
+                "read sites", self.client.hscan, self.k_sites, cursor, count=1000
+            )
+            for host, value in batch.items():
+                if host not in seen:
+                    seen.add(host)
+                    yield SiteState.from_dict(_loads(value))
+            if not cursor:
+                return
+
+    # -- lifecycle -------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Nothing to do: every call is written when it returns."""
+        self._check_open()
+
+    def close(self) -> None:
+        """Close the store (and the client's connections if the store made it)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            if self._owns_client:
+                self.client.close()
+
+    def clear(self) -> int:
+        """Delete every key of this store's prefix (tests, resets); return how many."""
+        self._check_open()
+        deleted = 0
+        pattern = self.prefix.replace("[", "\\[").replace("*", "\\*").replace("?", "\\?")
+        for keys in _chunks(self.client.scan_iter(match=pattern + ":*", count=1000), 500):
+            deleted += self._call("clear the store", self.client.delete, *keys)
+        return deleted
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        kwargs = self.client.get_connection_kwargs()
+        where = kwargs.get("path") or f"{kwargs.get('host', '?')}:{kwargs.get('port', '?')}"
+        state = "closed" if self._closed else "open"
+        return f"<RedisStore {self.prefix!r} at {where} {state}>"

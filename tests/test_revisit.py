@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scrapy_fresh.frontier.revisit import Outcome, RevisitPolicy, record_visit
-from scrapy_fresh.frontier.scoring import priority_score
+from scrapy_fresh.frontier.scoring import ScoreParams, priority_score
 from scrapy_fresh.store.base import PageState, Provider, SiteState, Status
 
 POLICY = RevisitPolicy(decay=1.0, min_refresh_secs=1.0, max_refresh_secs=1e6,
@@ -111,7 +111,11 @@ def test_score_grows_with_staleness_and_knows_providers():
     assert priority_score(normal, 7200.0) > priority_score(normal, 3600.0) > 0
     smart_missed = fetched(last_crawl=0.0, provider=Provider.SMART, past_updates=[100.0])
     smart_fresh = fetched(last_crawl=0.0, provider=Provider.SMART, past_updates=[])
-    assert priority_score(smart_missed, 7200.0) > priority_score(smart_fresh, 7200.0) == 0.0
+    assert priority_score(smart_missed, 7200.0) > priority_score(smart_fresh, 7200.0)
+    # Xu et al.'s eq. 4 alone: a smart page with no update since its last visit scores 0.
+    xu = ScoreParams(rule="xu")
+    assert priority_score(smart_missed, 7200.0, xu) > priority_score(smart_fresh, 7200.0, xu)
+    assert priority_score(smart_fresh, 7200.0, xu) == 0.0
     sup = fetched(last_crawl=0.0, provider=Provider.SUPER, past_updates=[100.0],
                   future_updates=[(5000.0, 1.0)])
     assert priority_score(sup, 7200.0) > 0

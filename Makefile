@@ -36,6 +36,11 @@ bench: $(STAMP)
 	$(BIN)/python bench/fingerprint.py
 	$(BIN)/python bench/store.py
 	$(BIN)/python bench/redis_frontier.py
+	$(BIN)/python bench/scheduler.py
+	$(BIN)/python bench/url_key.py
+	$(BIN)/python bench/bandwidth.py
+	$(BIN)/python bench/simulate.py
+	$(BIN)/python bench/provider_signals.py
 
 clean:
 	rm -rf $(VENV) docs/_build build *.egg-info

@@ -30,7 +30,9 @@ _ODD = [
 
 
 def plain_urls(n: int) -> list[str]:
-    return [f"http://host{i % 100}.example/page/{i}?ref=listing&lang=en&sort=recent" for i in range(n)]
+    return [
+        f"http://host{i % 100}.example/page/{i}?ref=listing&lang=en&sort=recent" for i in range(n)
+    ]
 
 
 def mixed_urls(n: int) -> list[str]:

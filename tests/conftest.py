@@ -94,13 +94,18 @@ def spawn_crawl(config: dict[str, Any], workdir: Path) -> SpawnedCrawl:
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
     process = subprocess.Popen(
         [sys.executable, str(ROOT / "tests" / "crawl_runner.py"), str(config_path)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=workdir,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=workdir,
     )
     return SpawnedCrawl(process, output)
 
 
-def run_crawl(config: dict[str, Any], workdir: Path, *, timeout: float = 60.0,
-              check: bool = True) -> CrawlResult:
+def run_crawl(
+    config: dict[str, Any], workdir: Path, *, timeout: float = 60.0, check: bool = True
+) -> CrawlResult:
     """Run tests/crawl_runner.py with ``config`` in a subprocess; return what it wrote."""
     spawned = spawn_crawl(config, workdir)
     try:
@@ -113,9 +118,15 @@ def run_crawl(config: dict[str, Any], workdir: Path, *, timeout: float = 60.0,
 
 def _result(returncode: int, output: Path, log: str, check: bool) -> CrawlResult:
     data = json.loads(output.read_text()) if output.exists() else {}
-    result = CrawlResult(returncode, data.get("stats", {}), data.get("items", []),
-                         data.get("dropped", 0), data.get("reason"), log,
-                         data.get("errbacks", []))
+    result = CrawlResult(
+        returncode,
+        data.get("stats", {}),
+        data.get("items", []),
+        data.get("dropped", 0),
+        data.get("reason"),
+        log,
+        data.get("errbacks", []),
+    )
     if check:
         assert returncode == 0, result.log[-5000:]
         assert output.exists(), result.log[-5000:]
@@ -181,19 +192,34 @@ class Harness:
         return state
 
 
-def known_record(url: str, *, last_crawl: float, next_due: float, access_count: int = 0,
-                 provider: Provider | None = None, callback: str = "parse_page",
-                 **fields: Any) -> PageState:
+def known_record(
+    url: str,
+    *,
+    last_crawl: float,
+    next_due: float,
+    access_count: int = 0,
+    provider: Provider | None = None,
+    callback: str = "parse_page",
+    **fields: Any,
+) -> PageState:
     """A record fetched before (idle), as a previous run leaves it."""
     from scrapy_fresh.keys import url_host, url_key
     from scrapy_fresh.store.base import PageState, Provider, Status
 
     provider = provider or Provider.NORMAL
     return PageState(
-        key=url_key(url), url=url, host=url_host(url), status=Status.IDLE, provider=provider,
-        first_seen=last_crawl - 100, last_crawl=last_crawl, next_due=next_due,
-        access_count=access_count, fingerprint=fields.pop("fingerprint", 1),
-        request={"url": url, "callback": callback}, **fields,
+        key=url_key(url),
+        url=url,
+        host=url_host(url),
+        status=Status.IDLE,
+        provider=provider,
+        first_seen=last_crawl - 100,
+        last_crawl=last_crawl,
+        next_due=next_due,
+        access_count=access_count,
+        fingerprint=fields.pop("fingerprint", 1),
+        request={"url": url, "callback": callback},
+        **fields,
     )
 
 
@@ -208,8 +234,11 @@ def harness() -> Iterator[Callable[..., Harness]]:
     """``harness(settings, spider=..., records=[...])``: an open FreshScheduler."""
     made: list[Harness] = []
 
-    def make(settings: dict[str, Any] | None = None, spider: type[Spider] = HarnessSpider,
-             records: list[PageState] | None = None) -> Harness:
+    def make(
+        settings: dict[str, Any] | None = None,
+        spider: type[Spider] = HarnessSpider,
+        records: list[PageState] | None = None,
+    ) -> Harness:
         from scrapy_fresh.runtime import FreshRuntime
         from scrapy_fresh.scheduler import FreshScheduler
 

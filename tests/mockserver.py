@@ -79,9 +79,15 @@ class LoggedRequest:
 class MockSite:
     """The pages and the request log behind one server."""
 
-    def __init__(self, count: int = 15, paragraphs: int = 8, seed: int = 1,
-                 crawl_delay: float | None = None, slow_secs: float = 3.0,
-                 linked: tuple[str, ...] = FAMILIES) -> None:
+    def __init__(
+        self,
+        count: int = 15,
+        paragraphs: int = 8,
+        seed: int = 1,
+        crawl_delay: float | None = None,
+        slow_secs: float = 3.0,
+        linked: tuple[str, ...] = FAMILIES,
+    ) -> None:
         self.rng = random.Random(seed)
         self.count = count
         self.linked = linked  # the families ``/`` links to
@@ -93,7 +99,8 @@ class MockSite:
             for n in range(count):
                 path = f"/{family}/{n}"
                 self.pages[path] = Page(
-                    path, [_paragraph(self.rng) for _ in range(paragraphs)],
+                    path,
+                    [_paragraph(self.rng) for _ in range(paragraphs)],
                     modified=time.time() - 86400,
                 )
         self.log: list[LoggedRequest] = []
@@ -154,10 +161,16 @@ class _Handler(BaseHTTPRequestHandler):
         if not head and status != 304:
             self.wfile.write(body)
             sent = len(body)
-        self.server.site.record(LoggedRequest(
-            time.time(), self.command, self.path, status, sent,
-            {k.lower(): v for k, v in self.headers.items()},
-        ))
+        self.server.site.record(
+            LoggedRequest(
+                time.time(),
+                self.command,
+                self.path,
+                status,
+                sent,
+                {k.lower(): v for k, v in self.headers.items()},
+            )
+        )
 
     def _serve(self, head: bool) -> None:
         site = self.server.site
@@ -166,8 +179,9 @@ class _Handler(BaseHTTPRequestHandler):
             lines = ["User-agent: *", "Disallow: /private/"]
             if site.crawl_delay is not None:
                 lines.append(f"Crawl-delay: {site.crawl_delay:g}")
-            self._send(200, ("\n".join(lines) + "\n").encode(),
-                       {"Content-Type": "text/plain"}, head)
+            self._send(
+                200, ("\n".join(lines) + "\n").encode(), {"Content-Type": "text/plain"}, head
+            )
             return
         if path == "/":
             links = "".join(f'<a href="{p}">{p}</a> ' for p in site.paths(site.linked))
@@ -240,8 +254,9 @@ class MockServer:
         self.httpd = _Server((host, 0), self.site)
         self.host = host
         self.port = self.httpd.server_address[1]
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True,
-                                       kwargs={"poll_interval": 0.05})
+        self.thread = threading.Thread(
+            target=self.httpd.serve_forever, daemon=True, kwargs={"poll_interval": 0.05}
+        )
 
     def __enter__(self) -> MockServer:  # noqa: PYI034
         self.thread.start()

@@ -23,13 +23,17 @@ def test_defaults_match_default_settings_module():
 
 
 def test_values_are_parsed():
-    config = FreshConfig.from_settings(Settings({
-        "FRESH_MODE": "Continuous",
-        "FRESH_CYCLE_BUDGET": "500",
-        "FRESH_PROVIDERS": {"Example.com": "SUPER"},
-        "FRESH_FINGERPRINT_FIELDS": "title, body",
-        "FRESH_STORE": "memory",
-    }))
+    config = FreshConfig.from_settings(
+        Settings(
+            {
+                "FRESH_MODE": "Continuous",
+                "FRESH_CYCLE_BUDGET": "500",
+                "FRESH_PROVIDERS": {"Example.com": "SUPER"},
+                "FRESH_FINGERPRINT_FIELDS": "title, body",
+                "FRESH_STORE": "memory",
+            }
+        )
+    )
     assert config.mode == "continuous"
     assert config.cycle_budget == 500
     assert config.providers == {"example.com": Provider.SUPER}
@@ -50,8 +54,10 @@ def test_values_are_parsed():
         ({"FRESH_MAX_REFRESH_SECS": float("inf")}, ["FRESH_MAX_REFRESH_SECS", "finite"]),
         ({"FRESH_PC_UPPER": 1.5}, ["FRESH_PC_UPPER", "at most 1"]),
         ({"FRESH_PC_LOWER": 0.7, "FRESH_PC_UPPER": 0.3}, ["FRESH_PC_LOWER", "FRESH_PC_UPPER"]),
-        ({"FRESH_MIN_REFRESH_SECS": 100, "FRESH_MAX_REFRESH_SECS": 10},
-         ["FRESH_MIN_REFRESH_SECS", "FRESH_MAX_REFRESH_SECS"]),
+        (
+            {"FRESH_MIN_REFRESH_SECS": 100, "FRESH_MAX_REFRESH_SECS": 10},
+            ["FRESH_MIN_REFRESH_SECS", "FRESH_MAX_REFRESH_SECS"],
+        ),
         ({"FRESH_DEFAULT_REFRESH_SECS": 10}, ["FRESH_DEFAULT_REFRESH_SECS", "between"]),
         ({"FRESH_PROVIDERS": {"example.com": "mega"}}, ["FRESH_PROVIDERS", "'mega'", "smart"]),
         ({"FRESH_PROVIDERS": ["example.com"]}, ["FRESH_PROVIDERS", "dict"]),
@@ -69,9 +75,13 @@ def test_bad_values_name_the_setting(settings, names):
 
 
 def test_provider_for_host_prefers_the_longest_domain():
-    config = FreshConfig.from_settings(Settings({
-        "FRESH_PROVIDERS": {"example.com": "smart", "news.example.com": "super"},
-    }))
+    config = FreshConfig.from_settings(
+        Settings(
+            {
+                "FRESH_PROVIDERS": {"example.com": "smart", "news.example.com": "super"},
+            }
+        )
+    )
     assert config.provider_for_host("news.example.com") is Provider.SUPER
     assert config.provider_for_host("www.example.com:8080") is Provider.SMART
     assert config.provider_for_host("example.org") is None

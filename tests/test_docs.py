@@ -17,9 +17,20 @@ def test_docs_build_without_warnings(tmp_path):
     if shutil.which("sphinx-build") is None and not _has_sphinx():
         pytest.fail("Sphinx is not installed: install the [docs] extra (make test does).")
     result = subprocess.run(
-        [sys.executable, "-m", "sphinx", "-W", "-q", "-b", "html", str(ROOT / "docs"),
-         str(tmp_path / "html")],
-        capture_output=True, text=True, check=False,
+        [
+            sys.executable,
+            "-m",
+            "sphinx",
+            "-W",
+            "-q",
+            "-b",
+            "html",
+            str(ROOT / "docs"),
+            str(tmp_path / "html"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
 

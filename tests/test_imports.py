@@ -35,5 +35,7 @@ def test_public_api_importable():
     from scrapy_fresh.policy.refresh import next_refresh_time
     from scrapy_fresh.store.sqlite import SQLiteStore
 
-    assert all(callable(x) for x in (fingerprint_html, simhash_features, cho_optimal,
-                                     next_refresh_time, SQLiteStore))
+    assert all(
+        callable(x)
+        for x in (fingerprint_html, simhash_features, cho_optimal, next_refresh_time, SQLiteStore)
+    )

@@ -10,8 +10,9 @@ from scrapy_fresh.frontier.revisit import Outcome, RevisitPolicy, record_visit
 from scrapy_fresh.frontier.scoring import ScoreParams, priority_score
 from scrapy_fresh.store.base import PageState, Provider, SiteState, Status
 
-POLICY = RevisitPolicy(decay=1.0, min_refresh_secs=1.0, max_refresh_secs=1e6,
-                       default_refresh_secs=100.0)
+POLICY = RevisitPolicy(
+    decay=1.0, min_refresh_secs=1.0, max_refresh_secs=1e6, default_refresh_secs=100.0
+)
 
 
 def fetched(**kw) -> PageState:
@@ -116,8 +117,12 @@ def test_score_grows_with_staleness_and_knows_providers():
     xu = ScoreParams(rule="xu")
     assert priority_score(smart_missed, 7200.0, xu) > priority_score(smart_fresh, 7200.0, xu)
     assert priority_score(smart_fresh, 7200.0, xu) == 0.0
-    sup = fetched(last_crawl=0.0, provider=Provider.SUPER, past_updates=[100.0],
-                  future_updates=[(5000.0, 1.0)])
+    sup = fetched(
+        last_crawl=0.0,
+        provider=Provider.SUPER,
+        past_updates=[100.0],
+        future_updates=[(5000.0, 1.0)],
+    )
     assert priority_score(sup, 7200.0) > 0
     new = PageState("n" * 40, "http://a.example/n", request={"priority": 7})
     assert priority_score(new, 10.0) == 7.0
@@ -180,8 +185,9 @@ def test_a_page_with_cheap_checks_is_checked_more_often():
 
 @settings(max_examples=60, deadline=None)
 @given(
-    st.lists(st.sampled_from([Outcome.CHANGED, Outcome.UNCHANGED, Outcome.NOT_MODIFIED]),
-             max_size=40),
+    st.lists(
+        st.sampled_from([Outcome.CHANGED, Outcome.UNCHANGED, Outcome.NOT_MODIFIED]), max_size=40
+    ),
     st.floats(0.001, 1.0),
 )
 def test_cost_aware_invariants(outcomes, check_cost):

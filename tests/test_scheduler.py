@@ -247,8 +247,9 @@ def test_budget_left_by_due_records_goes_to_the_best_records_not_due(
     harness: Any, known: Any
 ) -> None:
     def record(n: int, p_c: float, next_due: float) -> Any:
-        state = known(f"http://a.example/{n}", last_crawl=NOW - 86400, next_due=next_due,
-                      visits=20, p_c=p_c)
+        state = known(
+            f"http://a.example/{n}", last_crawl=NOW - 86400, next_due=next_due, visits=20, p_c=p_c
+        )
         state.first_seen = NOW - 30 * 86400
         return state
 
@@ -271,15 +272,18 @@ def test_no_fill_keeps_the_budget_to_due_records(harness: Any, known: Any) -> No
     assert [r.url for r in h.drain()] == [due.url]
 
 
-def test_a_binding_budget_ranks_due_and_waiting_records_by_gain(
-    harness: Any, known: Any
-) -> None:
+def test_a_binding_budget_ranks_due_and_waiting_records_by_gain(harness: Any, known: Any) -> None:
     # Two due records that change at every visit (each fetch buys little: they will be
     # stale again soon) and one not due yet that changes now and then: with room for
     # one, the not-due record's fetch is worth most.
     def record(name: str, p_c: float, next_due: float) -> Any:
-        state = known(f"http://a.example/{name}", last_crawl=NOW - 86400, next_due=next_due,
-                      visits=30, p_c=p_c)
+        state = known(
+            f"http://a.example/{name}",
+            last_crawl=NOW - 86400,
+            next_due=next_due,
+            visits=30,
+            p_c=p_c,
+        )
         state.first_seen = NOW - 30 * 86400
         return state
 
@@ -289,8 +293,11 @@ def test_a_binding_budget_ranks_due_and_waiting_records_by_gain(
     assert [r.url for r in h.drain()] == [calm.url]
     xu = harness(
         {"FRESH_CYCLE_BUDGET": 1, "FRESH_NEW_URL_SHARE": 0.0, "FRESH_PRIORITY_SCORE": "xu"},
-        records=[record("b1", 1.0, NOW - 10), record("b2", 1.0, NOW - 5),
-                 record("c", 0.5, NOW + 7 * 86400)],
+        records=[
+            record("b1", 1.0, NOW - 10),
+            record("b2", 1.0, NOW - 5),
+            record("c", 0.5, NOW + 7 * 86400),
+        ],
     )
     assert [r.url for r in xu.drain()] != ["http://a.example/c"]
 

@@ -62,8 +62,9 @@ class _StreamQueues:
         self.size = 0
         self._counter = counter
 
-    def push(self, key: str, host: str, score: float, politeness: Politeness, now: float,
-             seq: int) -> None:
+    def push(
+        self, key: str, host: str, score: float, politeness: Politeness, now: float, seq: int
+    ) -> None:
         queue = self.hosts.get(host)
         if queue is None:
             queue = self.hosts[host] = _HostQueue()
@@ -86,8 +87,13 @@ class _StreamQueues:
             if queue is not None and queue.pages:
                 self._announce(host, queue, politeness, now)
 
-    def pop(self, politeness: Politeness, now: float, live: dict[str, tuple[str, Stream, int]],
-            stream: Stream) -> tuple[str, str, float] | None:
+    def pop(
+        self,
+        politeness: Politeness,
+        now: float,
+        live: dict[str, tuple[str, Stream, int]],
+        stream: Stream,
+    ) -> tuple[str, str, float] | None:
         self._promote(politeness, now)
         while self.ready:
             neg_best, _, host = heapq.heappop(self.ready)
@@ -99,7 +105,9 @@ class _StreamQueues:
                 del self.hosts[host]
                 continue
             if not politeness.is_ready(host, now):  # contacted through the other stream
-                heapq.heappush(self.waiting, (politeness.ready_at(host), next(self._counter), host))
+                heapq.heappush(
+                    self.waiting, (politeness.ready_at(host), next(self._counter), host)
+                )
                 continue
             if -neg_best != queue.best():  # stale announcement: re-rank the host
                 heapq.heappush(self.ready, (-queue.best(), next(self._counter), host))
@@ -142,7 +150,10 @@ class Frontier:
         self.politeness = politeness if politeness is not None else Politeness()
         self.new_share = new_share
         counter = itertools.count()
-        self._streams = {Stream.NEW: _StreamQueues(counter), Stream.REFRESH: _StreamQueues(counter)}
+        self._streams = {
+            Stream.NEW: _StreamQueues(counter),
+            Stream.REFRESH: _StreamQueues(counter),
+        }
         self._counter = counter
         #: key -> (host, stream, sequence number of its live heap entry)
         self._live: dict[str, tuple[str, Stream, int]] = {}
@@ -194,5 +205,7 @@ class Frontier:
 
     def next_ready_time(self) -> float | None:
         """When the earliest queued host may be contacted (None when nothing is queued)."""
-        times = [t for q in self._streams.values() if (t := q.next_time(self.politeness)) is not None]
+        times = [
+            t for q in self._streams.values() if (t := q.next_time(self.politeness)) is not None
+        ]
         return min(times) if times else None

@@ -442,9 +442,7 @@ class Fresh(_Records):
             # Equal scores in rank_for_budget's order: due ones in due order, then the rest.
             place = {page: j for j, page in enumerate(ordered)}
             n_due, fill = len(ordered), params.fill
-            best = self._top(
-                capacity, now, lambda i: place.get(i, n_due + i if fill else -1)
-            )
+            best = self._top(capacity, now, lambda i: place.get(i, n_due + i if fill else -1))
             ranked = rank_for_budget(best, [], now, capacity, params)
         frontier = self.frontier
         for score, state in ranked[:capacity]:

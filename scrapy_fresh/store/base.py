@@ -17,11 +17,17 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    from typing_extensions import Self
 
 __all__ = [
     "MAX_FUTURE_UPDATES",
     "MAX_PAST_UPDATES",
+    "ClosingStore",
     "PageState",
     "Provider",
     "SiteState",
@@ -184,6 +190,24 @@ class SiteState:
         """Build a site record from :meth:`to_dict` output; unknown keys are ignored."""
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in names})
+
+
+class ClosingStore:
+    """``with store: ...`` closes the store at the end (a base of the stores here)."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
 
 
 @runtime_checkable

@@ -23,13 +23,11 @@ from scrapy_fresh.store._checks import (
     check_time,
     copy_json,
 )
-from scrapy_fresh.store.base import PageState, SiteState, Status
+from scrapy_fresh.store.base import ClosingStore, PageState, SiteState, Status
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
-    from types import TracebackType
 
-    from typing_extensions import Self
 
 __all__ = ["MemoryStore"]
 
@@ -45,7 +43,7 @@ def _copy(state: PageState) -> PageState:
     return replace(state, request=copy_json(state.request))
 
 
-class MemoryStore:
+class MemoryStore(ClosingStore):
     """Dict-backed :class:`~scrapy_fresh.store.base.StateStore`: the reference backend.
 
     Records are copied on the way in and on the way out, so changing a record you
@@ -306,17 +304,6 @@ class MemoryStore:
     def close(self) -> None:
         """Close the store; later calls raise :class:`~scrapy_fresh.exceptions.StoreError`."""
         self._closed = True
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"{len(self._pages)} records"

@@ -37,6 +37,7 @@ from scrapy_fresh.store._checks import (
     copy_json,
 )
 from scrapy_fresh.store.base import (
+    ClosingStore,
     PageState,
     Provider,
     SiteState,
@@ -47,10 +48,8 @@ from scrapy_fresh.store.base import (
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
-    from types import TracebackType
 
     import redis
-    from typing_extensions import Self
 
 __all__ = ["MAX_DOC_ID", "RedisStore", "decode_record", "encode_record"]
 
@@ -199,7 +198,7 @@ def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
         yield chunk
 
 
-class RedisStore:
+class RedisStore(ClosingStore):
     """:class:`~scrapy_fresh.store.base.StateStore` in Redis, shared by many crawl processes.
 
     :param client: a ``redis.Redis`` client (``decode_responses`` must be off).
@@ -538,17 +537,6 @@ class RedisStore:
         for keys in _chunks(self.client.scan_iter(match=pattern + ":*", count=1000), 500):
             deleted += self._call("clear the store", self.client.delete, *keys)
         return deleted
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         kwargs = self.client.get_connection_kwargs()

@@ -34,6 +34,7 @@ from scrapy_fresh.store._checks import (
     check_time,
 )
 from scrapy_fresh.store.base import (
+    ClosingStore,
     PageState,
     Provider,
     SiteState,
@@ -45,9 +46,7 @@ from scrapy_fresh.store.base import (
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping
     from os import PathLike
-    from types import TracebackType
 
-    from typing_extensions import Self
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SQLiteStore"]
 
@@ -222,7 +221,7 @@ def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
         yield chunk
 
 
-class SQLiteStore:
+class SQLiteStore(ClosingStore):
     """:class:`~scrapy_fresh.store.base.StateStore` in one SQLite file: the embedded default.
 
     :param path: the database file (``str`` or path); missing parent directories are
@@ -855,17 +854,6 @@ class SQLiteStore:
                 self._conn = None
                 conn.close()
             logger.debug("Closed SQLite store %(path)s", {"path": self.path})
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         state = "closed" if self._conn is None else f"{self._pending} pending"

@@ -96,3 +96,17 @@ def check_date(
         report.skip("future_date")
         return None
     return value
+
+
+def count_entry(report: ParseReport, max_entries: int) -> bool:
+    """Count one more entry of a document; False (and the document marked truncated, the
+    entry skipped) once there are more than ``max_entries``: the first ones are kept."""
+    report.entries += 1
+    if report.entries <= max_entries:
+        return True
+    report.skip("over_limit")
+    if report.outcome == "ok":
+        report.fail(
+            "truncated", f"more than {max_entries} entries; the first {max_entries} are kept."
+        )
+    return False

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from lxml import etree
 
-from scrapy_fresh.providers._common import check_date, clean_url
+from scrapy_fresh.providers._common import check_date, clean_url, count_entry
 from scrapy_fresh.providers.safexml import Limits, child_text, local_name, own_text
 from scrapy_fresh.providers.signals import (
     AnnouncedUpdate,
@@ -133,16 +133,8 @@ class FeedReader:
 
     def _entry(self, element: etree._Element) -> None:
         report = self.signals.report
-        report.entries += 1
         try:
-            if report.entries > self.limits.max_entries:
-                report.skip("over_limit")
-                if report.outcome == "ok":
-                    report.fail(
-                        "truncated",
-                        f"more than {self.limits.max_entries} entries; the first "
-                        f"{self.limits.max_entries} are kept.",
-                    )
+            if not count_entry(report, self.limits.max_entries):
                 return
             link = self._link(element)
             if self.kind == "atom":

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from lxml import etree
 
-from scrapy_fresh.providers._common import check_date, clean_url
+from scrapy_fresh.providers._common import check_date, clean_url, count_entry
 from scrapy_fresh.providers.safexml import Limits, child_text, local_name
 from scrapy_fresh.providers.signals import AnnouncedUpdate, PastUpdate, Signals
 
@@ -70,17 +70,8 @@ class SitemapReader:
     def handle(self, event: str, element: etree._Element) -> None:
         if event != "end" or local_name(element.tag) != self.entry:
             return
-        report = self.signals.report
-        report.entries += 1
         try:
-            if report.entries > self.limits.max_entries:
-                report.skip("over_limit")
-                if report.outcome == "ok":
-                    report.fail(
-                        "truncated",
-                        f"more than {self.limits.max_entries} entries; the first "
-                        f"{self.limits.max_entries} are kept.",
-                    )
+            if not count_entry(self.signals.report, self.limits.max_entries):
                 return
             self._entry(element)
         finally:

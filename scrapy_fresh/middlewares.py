@@ -92,7 +92,22 @@ def _is_robots(request: Request) -> bool:
     return bool(request.meta.get("dont_obey_robotstxt")) and request.url.endswith("/robots.txt")
 
 
-class FreshDownloaderMiddleware:
+class _FreshComponent:
+    """Built from the crawler's runtime; not built at all when scrapy_fresh is off."""
+
+    def __init__(self, crawler: Crawler, runtime: FreshRuntime) -> None:
+        self.crawler = crawler
+        self.runtime = runtime
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        runtime = FreshRuntime.of(crawler)
+        if not runtime.config.enabled:
+            raise NotConfigured("FRESH_ENABLED is False.")
+        return cls(crawler, runtime)
+
+
+class FreshDownloaderMiddleware(_FreshComponent):
     """Check known pages cheaply before downloading them, and record body-less visits.
 
     For a page with stored validators it sends ``If-None-Match`` (the stored ETag, weak
@@ -110,16 +125,8 @@ class FreshDownloaderMiddleware:
     """
 
     def __init__(self, crawler: Crawler, runtime: FreshRuntime) -> None:
-        self.crawler = crawler
-        self.runtime = runtime
+        super().__init__(crawler, runtime)
         self.mode = runtime.config.check
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> Self:
-        runtime = FreshRuntime.of(crawler)
-        if not runtime.config.enabled:
-            raise NotConfigured("FRESH_ENABLED is False.")
-        return cls(crawler, runtime)
 
     def _lease(self, request: Request) -> Lease | None:
         meta = request.meta
@@ -294,7 +301,7 @@ def item_text(item: Any, fields: tuple[str, ...] | None) -> str:
     return "\n".join(parts)
 
 
-class FreshSpiderMiddleware:
+class FreshSpiderMiddleware(_FreshComponent):
     """Judge each downloaded page once: new, changed or unchanged.
 
     The items a callback yields for a page are held back until the callback is done
@@ -309,16 +316,8 @@ class FreshSpiderMiddleware:
     """
 
     def __init__(self, crawler: Crawler, runtime: FreshRuntime) -> None:
-        self.crawler = crawler
-        self.runtime = runtime
+        super().__init__(crawler, runtime)
         self.fields = runtime.config.fingerprint_fields
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> Self:
-        runtime = FreshRuntime.of(crawler)
-        if not runtime.config.enabled:
-            raise NotConfigured("FRESH_ENABLED is False.")
-        return cls(crawler, runtime)
 
     def _judged(self, response: Response) -> bool:
         request = response.request

@@ -258,3 +258,26 @@ def harness() -> Iterator[Callable[..., Harness]]:
     yield make
     for h in made:
         h.scheduler.close("finished")
+
+
+# -- Redis (a real server: tests/redis_helpers.py) -------------------------------------------
+
+
+@pytest.fixture
+def client() -> Iterator[Any]:
+    """A client of the shared test Redis server."""
+    from tests.redis_helpers import shared_client
+
+    c = shared_client()
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def prefix(client: Any, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A key prefix of this test alone, deleted afterwards."""
+    from tests.redis_helpers import delete_prefix, unique_prefix
+
+    p = unique_prefix(request.module.__name__.rsplit(".", 1)[-1])
+    yield p
+    delete_prefix(client, p)

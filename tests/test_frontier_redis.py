@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-from typing import TYPE_CHECKING
 
 import pytest
 import redis
@@ -16,10 +15,7 @@ from scrapy_fresh.frontier.scoring import priority_score
 from scrapy_fresh.keys import url_key
 from scrapy_fresh.store.base import PageState, Provider, SiteState, Status
 from scrapy_fresh.store.redis import RedisStore
-from tests.redis_helpers import SHARED_URL, delete_prefix, shared_client, unique_prefix
-
-if TYPE_CHECKING:
-    from collections.abc import Iterator
+from tests.redis_helpers import SHARED_URL
 
 
 def rec(host: str, n: int, **fields: object) -> PageState:
@@ -29,20 +25,6 @@ def rec(host: str, n: int, **fields: object) -> PageState:
 
 def by_access(state: PageState) -> float:
     return float(state.access_count)
-
-
-@pytest.fixture
-def client() -> Iterator[redis.Redis]:
-    c = shared_client()
-    yield c
-    c.close()
-
-
-@pytest.fixture
-def prefix(client: redis.Redis) -> Iterator[str]:
-    p = unique_prefix("frontier")
-    yield p
-    delete_prefix(client, p)
 
 
 @pytest.fixture

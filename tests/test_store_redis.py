@@ -13,26 +13,12 @@ from scrapy.settings import Settings
 from scrapy_fresh.exceptions import StoreError
 from scrapy_fresh.store.base import SiteState, StateStore, Status
 from scrapy_fresh.store.redis import MAX_DOC_ID, RedisStore
-from tests.redis_helpers import OwnServer, delete_prefix, shared_client, unique_prefix
+from tests.redis_helpers import OwnServer, delete_prefix, unique_prefix
 from tests.store_contract import StoreContract, full_page, page
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from pathlib import Path
-
-
-@pytest.fixture
-def client() -> Iterator[redis.Redis]:
-    c = shared_client()
-    yield c
-    c.close()
-
-
-@pytest.fixture
-def prefix(client: redis.Redis) -> Iterator[str]:
-    p = unique_prefix("store")
-    yield p
-    delete_prefix(client, p)
 
 
 class TestRedisStore(StoreContract):

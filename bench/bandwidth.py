@@ -28,6 +28,7 @@ Prints a markdown table on stdout; progress goes to stderr.
 from __future__ import annotations
 
 import argparse
+import json
 import platform
 import statistics
 import sys
@@ -90,10 +91,15 @@ def main() -> None:
     parser.add_argument("--hours", type=float, default=6.0, help="simulated hours per cycle")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--start", type=float, default=1_800_000_000.0)
+    parser.add_argument(
+        "--truth-json", type=Path, help="also write the site's truth (changes, requests) here"
+    )
     args = parser.parse_args()
     began = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="fresh-bench-") as tmp:
         truth, start = run_cycles(args, Path(tmp))
+    if args.truth_json:
+        args.truth_json.write_text(json.dumps({**truth, "window_start": start}))
     end = truth["now"]
     rows = {}
     for name, agent in AGENTS.items():

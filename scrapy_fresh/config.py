@@ -118,9 +118,12 @@ class FreshConfig:
     sqlite_path: str = "fresh/%(spider)s.sqlite"
     mode: str = "cycle"
     cycle_budget: int = 0
+    #: None: half the measured time between cycle runs (:mod:`scrapy_fresh.policy.cadence`).
+    cycle_lookahead_secs: float | None = None
     new_url_share: float = 0.2
     check: str = "auto"
     min_check_cost_ratio: float = 0.05
+    length_probe_full_every: int = 4
     default_refresh_secs: float = 86400.0
     min_refresh_secs: float = 60.0
     max_refresh_secs: float = 30 * 86400.0
@@ -147,6 +150,10 @@ class FreshConfig:
     provider_max_bytes: int = 50 * 1024 * 1024
     provider_max_inflated_bytes: int = 50 * 1024 * 1024
     provider_max_entries: int = 50_000
+    provider_sitemaps: bool = True
+    provider_fetch_robots: bool = False
+    provider_max_sitemaps: int = 50
+    provider_max_sitemap_depth: int = 2
     trust: bool = True
     trust_threshold: float = 0.5
     trust_recover: float = 0.6
@@ -206,11 +213,17 @@ class FreshConfig:
             sqlite_path=sqlite_path,
             mode=_choice(settings, "FRESH_MODE", MODES),
             cycle_budget=_integer(settings, "FRESH_CYCLE_BUDGET", low=0),
+            cycle_lookahead_secs=(
+                None
+                if _setting(settings, "FRESH_CYCLE_LOOKAHEAD_SECS") is None
+                else _number(settings, "FRESH_CYCLE_LOOKAHEAD_SECS", low=0.0)
+            ),
             new_url_share=_number(settings, "FRESH_NEW_URL_SHARE", low=0.0, high=1.0),
             check=_choice(settings, "FRESH_CHECK", CHECK_MODES),
             min_check_cost_ratio=_number(
                 settings, "FRESH_MIN_CHECK_COST_RATIO", low=0.0, low_open=True, high=1.0
             ),
+            length_probe_full_every=_integer(settings, "FRESH_LENGTH_PROBE_FULL_EVERY", low=0),
             default_refresh_secs=_number(
                 settings, "FRESH_DEFAULT_REFRESH_SECS", low=0.0, low_open=True
             ),
@@ -251,6 +264,16 @@ class FreshConfig:
                 settings, "FRESH_PROVIDER_MAX_INFLATED_BYTES", low=1
             ),
             provider_max_entries=_integer(settings, "FRESH_PROVIDER_MAX_ENTRIES", low=1),
+            provider_sitemaps=settings.getbool(
+                "FRESH_PROVIDER_SITEMAPS", default_settings.FRESH_PROVIDER_SITEMAPS
+            ),
+            provider_fetch_robots=settings.getbool(
+                "FRESH_PROVIDER_FETCH_ROBOTS", default_settings.FRESH_PROVIDER_FETCH_ROBOTS
+            ),
+            provider_max_sitemaps=_integer(settings, "FRESH_PROVIDER_MAX_SITEMAPS", low=1),
+            provider_max_sitemap_depth=_integer(
+                settings, "FRESH_PROVIDER_MAX_SITEMAP_DEPTH", low=0
+            ),
             trust=settings.getbool("FRESH_TRUST", default_settings.FRESH_TRUST),
             trust_threshold=_number(settings, "FRESH_TRUST_THRESHOLD", low=0.0, high=1.0),
             trust_recover=_number(settings, "FRESH_TRUST_RECOVER", low=0.0, high=1.0),

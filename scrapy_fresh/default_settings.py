@@ -14,6 +14,9 @@ FRESH_CHECK = "auto"
 FRESH_CYCLE_BUDGET = 0
 #: With a cycle budget: budget the due pages leave is spent on pages not due yet, best first.
 FRESH_CYCLE_FILL = True
+#: Cycle mode: records due up to this many seconds from now count as due. None: half the
+#: measured time between runs (rounding due times to the nearest run); 0: none.
+FRESH_CYCLE_LOOKAHEAD_SECS: float | None = None
 #: Refresh time of a new URL whose site has no history yet (Sharma & Dixit t_0).
 FRESH_DEFAULT_REFRESH_SECS = 86400.0
 #: Drop items whose content fingerprint did not change.
@@ -26,6 +29,10 @@ FRESH_FINGERPRINT_FIELDS = None
 FRESH_FINGERPRINT_THRESHOLD_BITS = 3
 #: How many consecutive 404/410 answers make a page ``gone``.
 FRESH_GONE_CONFIRMATIONS = 2
+#: Pages without ETag or Last-Modified get a HEAD probe comparing Content-Length; every
+#: this-many-th visit downloads them in full anyway (a same-length edit shows in no header).
+#: 0 or 1: no length-only probes.
+FRESH_LENGTH_PROBE_FULL_EVERY = 4
 #: Longest refresh time the self-adjusting rule may reach.
 FRESH_MAX_REFRESH_SECS = 30 * 86400.0
 #: Least share of a full download a cheap check (a 304, a HEAD probe) counts for in the
@@ -47,14 +54,22 @@ FRESH_PC_HALF_LIFE_VISITS = 10.0
 FRESH_PROVIDERS: dict[str, str] = {}
 #: Raise a page from normal to smart/super when its provider publishes update signals.
 FRESH_PROVIDER_AUTODETECT = True
+#: With ROBOTSTXT_OBEY off: request each host's robots.txt for its Sitemap: lines.
+FRESH_PROVIDER_FETCH_ROBOTS = False
 #: Largest sitemap or feed body read for signals, as downloaded (gzip or not).
 FRESH_PROVIDER_MAX_BYTES = 50 * 1024 * 1024
 #: Most entries (URLs, items) read from one sitemap or feed; the rest are counted only.
 FRESH_PROVIDER_MAX_ENTRIES = 50_000
 #: Largest sitemap or feed after gunzip (a gzip bomb stops here).
 FRESH_PROVIDER_MAX_INFLATED_BYTES = 50 * 1024 * 1024
+#: Deepest sitemap followed: 0 = robots.txt lines only, 1 = their index's children, ...
+FRESH_PROVIDER_MAX_SITEMAP_DEPTH = 2
+#: Most sitemaps sitemap discovery takes per host in one run.
+FRESH_PROVIDER_MAX_SITEMAPS = 50
 #: Read update signals from headers, sitemaps, feeds and request meta.
 FRESH_PROVIDER_SIGNALS = True
+#: Follow robots.txt Sitemap: lines and sitemap indexes to read their <lastmod> signals.
+FRESH_PROVIDER_SITEMAPS = True
 #: Aging factor alpha of Xu et al. eq. 6 (weight of the last cycle's accesses).
 FRESH_PRIORITY_ALPHA = 0.8
 #: Weight beta of past over future scores in Xu et al. eq. 7 (S_unified).

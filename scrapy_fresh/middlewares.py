@@ -142,23 +142,22 @@ class FreshDownloaderMiddleware(_FreshComponent):
         if lease is None or not lease.visited or request.meta.get("fresh_probed"):
             return None
         runtime = self.runtime
-        checks = runtime.host_checks(lease.host)
-        etag = lease.etag if usable_etag(lease.etag) else None
-        if etag and (lease.key in runtime.churn_pages or checks.etag_untrusted):
-            etag = None
-        last_modified = lease.last_modified
-        if last_modified and parse_http_date(last_modified) is None:
-            runtime.stat("fresh/bad_validator")
-            last_modified = None
         if lease.etag and not usable_etag(lease.etag):
             runtime.stat("fresh/bad_validator")
-        plan = checks.plan(
-            self.mode,
-            has_validators=bool(etag or last_modified),
-            has_head_validators=bool(etag or last_modified or lease.content_length is not None),
-            page_ignores=lease.key in runtime.ignored_pages,
+        if lease.last_modified and parse_http_date(lease.last_modified) is None:
+            runtime.stat("fresh/bad_validator")
+        plan, etag, last_modified = runtime.check_plan(
+            lease.key,
+            lease.host,
+            lease.etag,
+            lease.last_modified,
+            lease.content_length,
+            lease.visits,
         )
         if plan is Check.HEAD:
+            lease.length_probe = not (etag or last_modified)
+            if lease.length_probe:
+                runtime.stat("fresh/length_probes")
             return await self._probe(request, lease, trust_etag=etag is not None)
         if plan is Check.CONDITIONAL:
             if etag:
@@ -206,6 +205,8 @@ class FreshDownloaderMiddleware(_FreshComponent):
                     trust_etag=trust_etag,
                 )
         if verdict is False:
+            if lease.length_probe:
+                checks.length_not_modified += 1
             _count_cheap_check(runtime, lease, response)
             self._not_modified(request.meta, lease, None)
             raise _not_modified(
@@ -213,6 +214,7 @@ class FreshDownloaderMiddleware(_FreshComponent):
             )
         if verdict is None:
             checks.head_useless += 1
+            lease.length_probe = False  # nothing compared: the GET says nothing of the length
         follow = request.copy()
         follow.meta["fresh_probed"] = True  # the GET goes back through the scheduler
         return follow

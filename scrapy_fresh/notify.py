@@ -9,8 +9,10 @@ priority eq. 4 gives it. A page nobody fixed a level for becomes smart (as
 :setting:`FRESH_PROVIDER_AUTODETECT` does in a crawl); a URL the store does not know is
 added as a new one (status queued, due now).
 
-Used by ``scrapy-fresh notify`` and ``scrapy-fresh notify-server``
-(:mod:`scrapy_fresh.notify_server`). No Scrapy here; the clock is read only when
+:func:`record_updates` does the same for updates that each carry their own time (the
+entries of a feed pushed by a WebSub hub): a page is made due only when its update is
+later than its last crawl. Used by ``scrapy-fresh notify`` and
+``scrapy-fresh notify-server`` (:mod:`scrapy_fresh.notify_server`). No Scrapy here; the clock is read only when
 ``now`` is not given.
 """
 
@@ -27,7 +29,7 @@ from scrapy_fresh.providers.apply import add_past
 from scrapy_fresh.providers.ledger import TrustLedger
 from scrapy_fresh.store.base import PageState, Provider, StateStore, Status
 
-__all__ = ["MAX_URL_LENGTH", "NotifyResult", "check_url", "record_changes"]
+__all__ = ["MAX_URL_LENGTH", "NotifyResult", "check_url", "record_changes", "record_updates"]
 
 #: Longest URL accepted in a notification (the sitemap protocol's and IndexNow's limit).
 MAX_URL_LENGTH = 2048
@@ -39,12 +41,19 @@ FUTURE_TOLERANCE_SECS = 3600.0
 class NotifyResult:
     """What :func:`record_changes` did, URL by URL."""
 
+    #: Known URLs made due now.
     updated: list[str] = field(default_factory=list)
+    #: URLs the store did not know, added as new records (due now).
     added: list[str] = field(default_factory=list)
+    #: URL -> why it was not recorded.
     rejected: dict[str, str] = field(default_factory=dict)
+    #: Known URLs whose update their last crawl already saw: the time is recorded, the
+    #: page is not made due (:func:`record_updates` only).
+    seen: list[str] = field(default_factory=list)
 
     @property
     def accepted(self) -> int:
+        """URLs made due (updated or added)."""
         return len(self.updated) + len(self.added)
 
 
@@ -115,20 +124,86 @@ def record_changes(
             "in the future is an announcement (meta['fresh_schedule']), not a notification."
         )
     result = NotifyResult()
-    by_key: dict[str, str] = {}
+    updates: dict[str, float] = {}
     for url in urls:
         problem = check_url(url)
         if problem is not None:
             result.rejected[str(url)] = problem
         else:
-            by_key.setdefault(url_key(url), url)
+            updates.setdefault(url, at)
+    return _record(store, updates, current, result, autodetect, add_unknown, always_due=True)
+
+
+def record_updates(
+    store: StateStore,
+    updates: Iterable[tuple[str, float]],
+    *,
+    now: float | None = None,
+    autodetect: bool = True,
+    add_unknown: bool = True,
+) -> NotifyResult:
+    """Record pushed past updates that each carry their own time (the entries of a feed a
+    WebSub hub delivered, :mod:`scrapy_fresh.notify_server`).
+
+    Each time becomes a past update of its URL (the latest one per URL counts); a page
+    updated after its last crawl (or never crawled) becomes due now, as
+    :func:`record_changes` makes it; one whose update its last crawl already saw only
+    gains the time in its history (:attr:`NotifyResult.seen`). A URL with a time later
+    than ``now`` (plus an hour of clock skew) or not a number is rejected.
+
+    >>> from scrapy_fresh.store.memory import MemoryStore
+    >>> store = MemoryStore()
+    >>> store.add_many([PageState(url_key("https://e.test/old"), "https://e.test/old",
+    ...                           host="e.test", last_crawl=50.0, next_due=500.0)])
+    ['...']
+    >>> r = record_updates(store, [("https://e.test/old", 40.0), ("https://e.test/new", 90.0),
+    ...                            ("https://e.test/later", 9e9)], now=100.0)
+    >>> r.seen, r.added, list(r.rejected)
+    (['https://e.test/old'], ['https://e.test/new'], ['https://e.test/later'])
+    >>> old = store.get(url_key("https://e.test/old"))
+    >>> old.past_updates, old.next_due
+    ([40.0], 500.0)
+    """
+    current = time.time() if now is None else float(now)
+    result = NotifyResult()
+    latest: dict[str, float] = {}
+    for url, when in updates:
+        problem = check_url(url)
+        if problem is None and (
+            isinstance(when, bool)
+            or not isinstance(when, (int, float))
+            or not math.isfinite(when)
+            or when > current + FUTURE_TOLERANCE_SECS
+        ):
+            problem = "its update time is not a past time"
+        if problem is not None:
+            result.rejected[str(url)] = problem
+        elif when > latest.get(url, -math.inf):
+            latest[url] = float(when)
+    return _record(store, latest, current, result, autodetect, add_unknown, always_due=False)
+
+
+def _record(
+    store: StateStore,
+    updates: dict[str, float],
+    current: float,
+    result: NotifyResult,
+    autodetect: bool,
+    add_unknown: bool,
+    *,
+    always_due: bool,
+) -> NotifyResult:
+    """Write ``updates`` (URL -> update time, URLs already checked) into ``store``."""
+    by_key: dict[str, tuple[str, float]] = {}
+    for url, at in updates.items():
+        by_key.setdefault(url_key(url), (url, at))
     if not by_key:
         return result
     existing = store.get_many(by_key)
     writes: list[PageState] = []
     new: list[PageState] = []
     hosts: set[str] = set()
-    for key, url in by_key.items():
+    for key, (url, at) in by_key.items():
         state = existing.get(key)
         if state is None:
             if not add_unknown:
@@ -153,24 +228,28 @@ def record_changes(
         add_past(state, [at])
         if autodetect and state.provider is Provider.NORMAL and not _fixed(state):
             state.provider = Provider.SMART
+        hosts.add(state.host)
+        writes.append(state)
+        if not always_due and state.last_crawl is not None and at <= state.last_crawl:
+            result.seen.append(url)  # its last crawl already saw this update
+            continue
         if state.status is Status.GONE:
             state.status = Status.QUEUED if state.last_crawl is None else Status.IDLE
             state.errors = 0
         state.next_due = min(state.next_due, current)
-        writes.append(state)
-        hosts.add(state.host)
         result.updated.append(url)
     if writes:
         store.put_many(writes)
     if new:
         added = set(store.add_many(new))
-        raced = [state.url for state in new if state.key not in added]
+        raced = {state.url: by_key[state.key][1] for state in new if state.key not in added}
         if raced:  # added meanwhile by a crawl: update those records instead
             result.added = [url for url in result.added if url not in raced]
-            again = record_changes(
-                store, raced, at, now=current, autodetect=autodetect, add_unknown=False
+            again = _record(
+                store, raced, current, NotifyResult(), autodetect, False, always_due=always_due
             )
             result.updated.extend(again.updated)
+            result.seen.extend(again.seen)
             result.rejected.update(again.rejected)
     ledger = TrustLedger(store)
     for host in sorted(hosts):

@@ -1,22 +1,44 @@
-"""An IndexNow-style endpoint that records pushed change notifications into the store.
+"""An endpoint that records pushed change notifications into the store: IndexNow-style
+submissions and WebSub content distribution.
 
 Content providers (the paper's smart users, seed ``xu-content-provider-friendly-crawler``
 Section 3.3, who "send a signal every time" they update) tell us which URLs changed:
 
 * ``POST /indexnow`` with a JSON body ``{"host": ..., "key": ..., "keyLocation": ...
   (optional), "urlList": [...]}``;
-* ``GET /indexnow?url=...&key=...`` (``keyLocation`` optional) for one URL.
+* ``GET /indexnow?url=...&key=...`` (``keyLocation`` optional) for one URL;
+* ``POST /websub/<name>``: a WebSub hub delivers the new content of a subscribed topic
+  (a feed or a sitemap; :mod:`scrapy_fresh.websub`), signed with the subscription's
+  secret (``X-Hub-Signature``); each entry's link is recorded with its own update time
+  (:func:`~scrapy_fresh.notify.record_updates`);
+* ``GET /websub/<name>?hub.mode=subscribe&hub.topic=...&hub.challenge=...``: the hub's
+  intent verification, answered with the challenge for the subscription's own topic.
 
-Every write is authenticated: the key must be on the allow-list for the host
+With :attr:`NotifyConfig.callback_base` (the URL this server is reachable at from the
+hubs), the server also sends the subscription requests itself (WebSub 5.1) for every
+subscription that names its hub, and renews each at 90% of the lease the hub granted
+(:meth:`NotifyServer.subscribe_due`, run by :meth:`NotifyServer.run_subscriber`).
+
+Every write is authenticated. IndexNow: the key must be on the allow-list for the host
 (:attr:`NotifyConfig.keys`), or, when :attr:`NotifyConfig.verify_key_files` is on, the
 host must publish it as the IndexNow protocol says: a text file holding the key at
 ``keyLocation`` (on the same host) or ``<scheme>://<host>/<key>.txt``, fetched with a
 timeout and a size limit, without following redirects, and remembered for a while.
+WebSub: the body's HMAC must match the subscription's secret.
 
-Answers: 200 (recorded; JSON body with counts), 400 (malformed request), 403 (key not
-valid for the host), 404 (another path), 405 (another method), 411 (POST without a
-length), 413 (body or URL list too large), 415 (POST body not JSON), 422 (a URL of
-another host, or a key that does not match the protocol's format), 503 (the store
+Every client is rate-limited (:class:`RateLimiter`: :attr:`NotifyConfig.rate_limit`
+requests per :attr:`NotifyConfig.rate_window` seconds per client address), and so is
+every host notifications are about (:attr:`NotifyConfig.host_rate_limit` accepted
+submissions per window, counted once authenticated, so strangers cannot use up a
+publisher's share); past the limit the answer is 429 with ``Retry-After``.
+
+Answers: 200 (recorded; JSON body with counts; for a verification, the challenge), 400
+(malformed request), 403 (key not valid for the host; WebSub signature missing or
+wrong), 404 (another path; a verification the subscriber does not agree to), 405
+(another method), 410 (content for a subscription that is not configured), 411 (POST
+without a length), 413 (body or URL list too large), 415 (POST body not JSON, not XML
+or compressed), 422 (a URL of another host, a key that does not match the protocol's
+format, or a pushed document refused as unsafe), 429 (rate limit), 503 (the store
 failed). Nothing is written unless the whole request is accepted.
 """
 
@@ -25,10 +47,12 @@ from __future__ import annotations
 import http.client
 import json
 import logging
+import math
 import re
 import ssl
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -36,16 +60,36 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from scrapy_fresh.exceptions import StoreError
-from scrapy_fresh.notify import check_url, record_changes
+from scrapy_fresh.keys import url_key
+from scrapy_fresh.notify import NotifyResult, check_url, record_changes, record_updates
+from scrapy_fresh.providers.document import parse_document
+from scrapy_fresh.providers.safexml import Limits
 from scrapy_fresh.store.base import StateStore
+from scrapy_fresh.websub import (
+    Subscription,
+    check_challenge,
+    check_signature,
+    link_urls,
+    subscription_form,
+)
 
-__all__ = ["KEY_PATTERN", "NotifyConfig", "NotifyServer", "verify_key_file"]
+__all__ = [
+    "KEY_PATTERN",
+    "NotifyConfig",
+    "NotifyServer",
+    "RateLimiter",
+    "send_subscription",
+    "verify_key_file",
+]
 
 logger = logging.getLogger(__name__)
 
 #: IndexNow keys: 8 to 128 characters of a-z, A-Z, 0-9 and "-".
 KEY_PATTERN = re.compile(r"^[A-Za-z0-9-]{8,128}$")
 _PATH = "/indexnow"
+_WEBSUB = "/websub/"
+#: Pushed document outcomes that leave nothing to record (see ParseReport).
+_REFUSED = frozenset({"too_large", "entities_refused", "not_xml", "unknown_document"})
 
 
 @dataclass
@@ -58,8 +102,20 @@ class NotifyConfig:
     :param key_file_timeout: seconds to wait for a key file.
     :param key_file_ttl: seconds a key file check is remembered (failures: a tenth).
     :param max_body_bytes: largest POST body read.
-    :param max_urls: most URLs in one request (IndexNow allows 10,000).
+    :param max_urls: most URLs in one request (IndexNow allows 10,000); also the most
+        entries read from a pushed WebSub document.
     :param add_unknown: add URLs the store does not know as new records.
+    :param websub: name -> WebSub subscription (content arrives at ``/websub/<name>``).
+    :param rate_limit: requests one client address may make per ``rate_window``
+        (0: no limit).
+    :param host_rate_limit: authenticated submissions about one host per
+        ``rate_window`` (0: no limit).
+    :param rate_window: seconds of the rate limits' window.
+    :param callback_base: the URL hubs reach this server at (``https://host[:port]``);
+        given, the server subscribes at the hubs of the subscriptions that name one.
+    :param lease_seconds: the lease asked for (the hub decides; 10 days, the spec's
+        suggestion).
+    :param hub_timeout: seconds to wait for a hub's answer.
     """
 
     keys: Mapping[str, frozenset[str]] = field(default_factory=dict)
@@ -70,6 +126,13 @@ class NotifyConfig:
     max_body_bytes: int = 1024 * 1024
     max_urls: int = 10_000
     add_unknown: bool = True
+    websub: Mapping[str, Subscription] = field(default_factory=dict)
+    rate_limit: int = 120
+    host_rate_limit: int = 120
+    rate_window: float = 60.0
+    callback_base: str | None = None
+    lease_seconds: int = 864_000
+    hub_timeout: float = 10.0
 
     def __post_init__(self) -> None:
         if self.key_file_scheme not in ("http", "https"):
@@ -83,6 +146,67 @@ class NotifyConfig:
                     raise ValueError(
                         f"key {key!r} for {host} must be 8-128 characters of a-z, A-Z, 0-9, '-'."
                     )
+        for name, sub in self.websub.items():
+            if not isinstance(sub, Subscription) or sub.name != name:
+                raise ValueError(f"websub[{name!r}] must be the Subscription named {name!r}.")
+        for name in ("rate_limit", "host_rate_limit"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} ({value!r}) must be a whole number of 0 or more.")
+        if not (isinstance(self.rate_window, (int, float)) and 0 < self.rate_window < math.inf):
+            raise ValueError(f"rate_window ({self.rate_window!r}) must be a number above 0.")
+        if self.callback_base is not None:
+            problem = check_url(self.callback_base)
+            if problem is not None or urlsplit(self.callback_base).query:
+                raise ValueError(
+                    f"callback_base ({self.callback_base!r}) must be the http(s) URL hubs "
+                    "reach this server at, without a query."
+                )
+        if isinstance(self.lease_seconds, bool) or not (
+            isinstance(self.lease_seconds, int) and self.lease_seconds >= 60
+        ):
+            raise ValueError(f"lease_seconds ({self.lease_seconds!r}) must be 60 or more.")
+
+
+class RateLimiter:
+    """At most ``limit`` requests per ``window`` seconds per key (a token bucket).
+
+    Each key's bucket holds up to ``limit`` tokens and refills at ``limit / window`` per
+    second: a client may send ``limit`` requests at once, then one every
+    ``window / limit`` seconds. :meth:`take` spends a token, or says how long to wait
+    for the next one (the ``Retry-After`` of a 429). At most ``max_keys`` keys are
+    remembered (the least recently used are forgotten: they start again full).
+
+    >>> limiter = RateLimiter(2, 60.0)
+    >>> [limiter.take("a", 0.0), limiter.take("a", 0.0), limiter.take("a", 0.0)]
+    [0.0, 0.0, 30.0]
+    >>> limiter.take("a", 30.0), limiter.take("b", 30.0)
+    (0.0, 0.0)
+    """
+
+    def __init__(self, limit: int, window: float, max_keys: int = 100_000) -> None:
+        self.limit = limit
+        self.rate = limit / window if limit else 0.0
+        self.max_keys = max_keys
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def take(self, key: str, now: float) -> float:
+        """Spend one of ``key``'s tokens: 0.0, or the seconds until one is available."""
+        if not self.limit:
+            return 0.0
+        with self._lock:
+            tokens, last = self._buckets.pop(key, (float(self.limit), now))
+            tokens = min(float(self.limit), tokens + max(0.0, now - last) * self.rate)
+            wait = 0.0
+            if tokens >= 1.0:
+                tokens -= 1.0
+            else:
+                wait = (1.0 - tokens) / self.rate
+            self._buckets[key] = (tokens, now)
+            while len(self._buckets) > self.max_keys:
+                self._buckets.popitem(last=False)
+            return wait
 
 
 def _hostname(host: str) -> str:
@@ -92,10 +216,11 @@ def _hostname(host: str) -> str:
 
 
 class _Refused(Exception):
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, headers: Mapping[str, str] | None = None):
         super().__init__(message)
         self.status = status
         self.message = message
+        self.headers = dict(headers or {})
 
 
 def verify_key_file(url: str, key: str, timeout: float) -> bool:
@@ -122,6 +247,50 @@ def verify_key_file(url: str, key: str, timeout: float) -> bool:
     return body.decode("utf-8", "replace").strip() == key
 
 
+def send_subscription(hub: str, form: bytes, timeout: float) -> tuple[int, str]:
+    """POST a subscription request ``form`` to ``hub``; return (status, reason).
+
+    Follows up to 3 redirects of 307 or 308 (a hub may send the subscriber to another
+    hub, WebSub 5.1.2); status 0 is a network failure.
+    """
+    url = hub
+    for _ in range(4):
+        parts = urlsplit(url)
+        conn: http.client.HTTPConnection
+        if parts.scheme == "https":
+            conn = http.client.HTTPSConnection(
+                parts.hostname or "",
+                parts.port,
+                timeout=timeout,
+                context=ssl.create_default_context(),
+            )
+        else:
+            conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=timeout)
+        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        try:
+            conn.request(
+                "POST",
+                path,
+                body=form,
+                headers={
+                    "Content-Type": "application/x-www-form-urlencoded",
+                    "User-Agent": "scrapy-fresh-notify",
+                },
+            )
+            response = conn.getresponse()
+            text = response.read(512).decode("utf-8", "replace").strip()
+            location = response.getheader("Location")
+        except (OSError, http.client.HTTPException) as exc:
+            return 0, str(exc)
+        finally:
+            conn.close()
+        if response.status in (307, 308) and location and check_url(location) is None:
+            url = location
+            continue
+        return response.status, text[:200] or response.reason
+    return 0, "too many redirects"
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: NotifyServer
     protocol_version = "HTTP/1.1"
@@ -130,10 +299,17 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         logger.debug("notify-server: " + format, *args)
 
-    def _answer(self, status: int, data: dict[str, Any], headers: Mapping[str, str] = {}) -> None:
-        body = (json.dumps(data) + "\n").encode()
+    def _answer(
+        self,
+        status: int,
+        data: dict[str, Any] | bytes,
+        headers: Mapping[str, str] = {},
+        content_type: str = "application/json",
+    ) -> None:
+        body = data if isinstance(data, bytes) else (json.dumps(data) + "\n").encode()
+        self.server.count(status)
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         for name, value in headers.items():
             self.send_header(name, value)
@@ -143,36 +319,61 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def _refuse(self, exc: _Refused) -> None:
+        if exc.status != 429:  # a 429 is logged once per streak, by the server
+            logger.info(
+                "notify-server: %d to %s for %s %s: %s",
+                exc.status,
+                self.client_address[0],
+                self.command,
+                self.path[:200],
+                exc.message,
+            )
+        self._answer(exc.status, {"error": exc.message}, exc.headers)
+
     def _refuse_method(self) -> None:
-        self.server.count(405)
-        self._answer(
-            405,
-            {"error": f"method {self.command} not allowed; use GET or POST"},
-            {"Allow": "GET, POST"},
+        self._refuse(
+            _Refused(
+                405,
+                f"method {self.command} not allowed; use GET or POST",
+                {"Allow": "GET, POST"},
+            )
         )
 
     do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _refuse_method
 
     def do_GET(self) -> None:
-        self._handle(self._from_query)
+        self._route()
 
     def do_POST(self) -> None:
-        self._handle(self._from_body)
+        self._route()
 
-    def _handle(self, parse: Callable[[], tuple[str, str, str | None, list[str]]]) -> None:
-        if urlsplit(self.path).path.rstrip("/") != _PATH:
-            self.server.count(404)
-            self._answer(404, {"error": f"not found; notifications go to {_PATH}"})
-            return
+    def _route(self) -> None:
+        path = urlsplit(self.path).path
         try:
-            host, key, location, urls = parse()
-            self.server.authorise(host, key, location)
-            result = self.server.record(urls)
+            self.server.limit_client(self.client_address[0])
+            if path.rstrip("/") == _PATH:
+                parse = self._from_query if self.command == "GET" else self._from_body
+                self._indexnow(*parse())
+            elif path.startswith(_WEBSUB):
+                name = path[len(_WEBSUB) :].strip("/")
+                if self.command == "GET":
+                    self._websub_verify(name)
+                else:
+                    self._websub_content(name)
+            else:
+                raise _Refused(
+                    404, f"not found; notifications go to {_PATH} or {_WEBSUB}<subscription>"
+                )
         except _Refused as exc:
-            self.server.count(exc.status)
-            self._answer(exc.status, {"error": exc.message})
-            return
-        self.server.count(200)
+            self._refuse(exc)
+
+    # -- IndexNow ----------------------------------------------------------------------
+
+    def _indexnow(self, host: str, key: str, location: str | None, urls: list[str]) -> None:
+        self.server.authorise(host, key, location)
+        self.server.limit_host(_hostname(host))
+        result = self.server.record(urls)
         self._answer(
             200,
             {
@@ -195,7 +396,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.check_urls(host, urls)
         return host, keys[0], locations[0] if locations else None, urls
 
-    def _from_body(self) -> tuple[str, str, str | None, list[str]]:
+    def _read_body(self, types: tuple[str, ...], what: str) -> bytes:
+        """The POST body, bounded; ``types`` are the accepted media types."""
         length_text = self.headers.get("Content-Length")
         if self.headers.get("Transfer-Encoding") or length_text is None:
             raise _Refused(411, "a POST needs a Content-Length (no chunked bodies)")
@@ -208,10 +410,16 @@ class _Handler(BaseHTTPRequestHandler):
         limit = self.server.config.max_body_bytes
         if length > limit:
             raise _Refused(413, f"body of {length} bytes is over the limit of {limit}")
+        encoding = (self.headers.get("Content-Encoding") or "identity").strip().lower()
+        if encoding != "identity":
+            raise _Refused(415, f"Content-Encoding {encoding[:40]!r} is not accepted")
         ctype = (self.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
-        if ctype not in ("application/json", "text/json"):
-            raise _Refused(415, "the body must be JSON (Content-Type: application/json)")
-        raw = self.rfile.read(length)
+        if not any(t in ctype for t in types):
+            raise _Refused(415, f"the body must be {what} (Content-Type {ctype[:80]!r})")
+        return self.rfile.read(length)
+
+    def _from_body(self) -> tuple[str, str, str | None, list[str]]:
+        raw = self._read_body(("application/json", "text/json"), "JSON")
         try:
             data = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
@@ -231,6 +439,96 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.check_urls(host.lower(), urls)
         return host.lower(), key, location, urls
 
+    # -- WebSub ------------------------------------------------------------------------
+
+    def _websub_verify(self, name: str) -> None:
+        """The hub's intent verification (WebSub 5.3) or denial (5.2)."""
+        query = parse_qs(urlsplit(self.path).query, max_num_fields=16)
+        values = {k: v[0] for k, v in query.items() if len(v) == 1}
+        mode, topic = values.get("hub.mode"), values.get("hub.topic")
+        if mode is None or topic is None:
+            raise _Refused(400, "expected hub.mode and hub.topic (one each)")
+        sub = self.server.config.websub.get(name)
+        same_topic = (
+            sub is not None and check_url(topic) is None and url_key(topic) == url_key(sub.topic)
+        )
+        if mode == "denied":
+            logger.warning(
+                "notify-server: the hub denied the subscription %s to %s: %s",
+                name[:130],
+                topic[:200],
+                values.get("hub.reason", "no reason given")[:200],
+            )
+            self._answer(200, b"", content_type="text/plain")
+            return
+        if mode != "subscribe" or not same_topic:
+            # an unsubscribe we did not ask for, or a topic we do not want: not agreed
+            raise _Refused(404, f"no wish to {mode[:20]} to {topic[:200]!r} here")
+        assert sub is not None
+        challenge = values.get("hub.challenge")
+        if challenge is None:
+            raise _Refused(400, "expected one hub.challenge")
+        problem = check_challenge(challenge)
+        if problem is not None:
+            raise _Refused(400, problem)
+        lease = values.get("hub.lease_seconds", "")
+        lease_secs = int(lease) if lease.isdigit() and len(lease) < 12 else None
+        logger.info(
+            "notify-server: subscription %s to %s verified (lease %s s)",
+            name,
+            sub.topic,
+            lease_secs if lease_secs is not None else "not given",
+        )
+        self.server.subscription_verified(name, lease_secs)
+        self._answer(
+            200,
+            challenge.encode("ascii"),
+            {"X-Content-Type-Options": "nosniff"},
+            content_type="application/octet-stream",
+        )
+
+    def _websub_content(self, name: str) -> None:
+        """A content distribution request (WebSub 8): verify, parse, record."""
+        sub = self.server.config.websub.get(name)
+        if sub is None:
+            raise _Refused(410, "no such subscription here (any more)")
+        body = self._read_body(("xml", "rss", "atom"), "a feed or sitemap (XML)")
+        problem = check_signature(self.headers.get("X-Hub-Signature"), body, sub.secret)
+        if problem is not None:
+            raise _Refused(403, problem)
+        selves = link_urls(self.headers.get_all("Link") or [], "self")
+        if selves and url_key(selves[0]) != url_key(sub.topic):
+            logger.info(
+                "notify-server: subscription %s: the hub names the topic %s (subscribed: %s)",
+                name,
+                selves[0][:200],
+                sub.topic,
+            )
+        now = self.server.clock()
+        config = self.server.config
+        limits = Limits(config.max_body_bytes, config.max_body_bytes, config.max_urls)
+        document = parse_document(body, sub.topic, now, limits)
+        report = document.report
+        if report.outcome in _REFUSED:
+            raise _Refused(
+                422, f"the pushed document was refused ({report.outcome}): {report.error}"
+            )
+        self.server.limit_host((urlsplit(sub.topic).hostname or "").lower())
+        updates = [(update.url, update.when) for update in document.past]
+        result = self.server.record_times(updates) if updates else NotifyResult()
+        self._answer(
+            200,
+            {
+                "accepted": result.accepted,
+                "added": len(result.added),
+                "updated": len(result.updated),
+                "seen": len(result.seen),
+                "rejected": len(result.rejected),
+                "skipped": sum(report.skipped.values()),
+                "outcome": report.outcome,
+            },
+        )
+
 
 class NotifyServer(ThreadingHTTPServer):
     """The endpoint, recording into ``store``; ``with NotifyServer(...) as s: s.serve()``.
@@ -238,7 +536,7 @@ class NotifyServer(ThreadingHTTPServer):
     :param store: where notifications are recorded (thread-safe use is serialised here).
     :param config: authentication and limits.
     :param address: (host, port) to listen on; port 0 picks a free one.
-    :param clock: returns the current Unix time.
+    :param clock: returns the current Unix time (rate limits and recorded times).
     """
 
     daemon_threads = True
@@ -258,6 +556,12 @@ class NotifyServer(ThreadingHTTPServer):
         self._verified: dict[tuple[str, str], tuple[bool, float]] = {}
         self._verified_lock = threading.Lock()
         self.counts: dict[int, int] = {}
+        self.client_limiter = RateLimiter(config.rate_limit, config.rate_window)
+        self.host_limiter = RateLimiter(config.host_rate_limit, config.rate_window)
+        self._limited: set[str] = set()
+        #: subscription name -> when to send its next subscription request; failures.
+        self._renew_at: dict[str, float] = {}
+        self._failures: dict[str, int] = {}
         super().__init__(address, _Handler)
 
     @property
@@ -265,9 +569,46 @@ class NotifyServer(ThreadingHTTPServer):
         host, port = self.server_address[:2]
         return f"http://{host!s}:{port}{_PATH}"
 
+    def websub_url(self, name: str) -> str:
+        """The callback URL of the subscription ``name`` on this server."""
+        host, port = self.server_address[:2]
+        return f"http://{host!s}:{port}{_WEBSUB}{name}"
+
     def count(self, status: int) -> None:
         with self._verified_lock:
             self.counts[status] = self.counts.get(status, 0) + 1
+
+    # -- rate limits -------------------------------------------------------------------
+
+    def limit_client(self, address: str) -> None:
+        """Spend one of the client's requests; raise a 429 past the limit."""
+        self._limit(self.client_limiter, f"client {address}")
+
+    def limit_host(self, host: str) -> None:
+        """Spend one of the host's submissions; raise a 429 past the limit."""
+        self._limit(self.host_limiter, f"host {host}")
+
+    def _limit(self, limiter: RateLimiter, key: str) -> None:
+        wait = limiter.take(key, self.clock())
+        with self._verified_lock:
+            if not wait:
+                self._limited.discard(key)
+                return
+            first = key not in self._limited
+            if first and len(self._limited) < 100_000:
+                self._limited.add(key)
+        if first:
+            logger.warning(
+                "notify-server: %s is over the rate limit (%d per %g s); answering 429",
+                key,
+                limiter.limit,
+                self.config.rate_window,
+            )
+        raise _Refused(
+            429,
+            f"too many requests from this {key.split(' ', 1)[0]}; retry later",
+            {"Retry-After": str(max(1, math.ceil(wait)))},
+        )
 
     # -- checks ------------------------------------------------------------------------
 
@@ -315,17 +656,112 @@ class NotifyServer(ThreadingHTTPServer):
             self._verified[(host, key)] = (ok, now + ttl)
         return ok
 
+    # -- subscribing at hubs (WebSub 5.1) ----------------------------------------------
+
+    def callback_url(self, name: str) -> str | None:
+        """The callback URL hubs are given for the subscription ``name``."""
+        base = self.config.callback_base
+        return None if base is None else f"{base.rstrip('/')}{_WEBSUB}{name}"
+
+    def subscribe_due(self) -> int:
+        """Send the subscription requests that are due: each subscription with a hub at
+        first, then again at 90% of its lease (or after a failure, with back-off from
+        one minute to an hour). Return how many were sent."""
+        sent = 0
+        for name, sub in sorted(self.config.websub.items()):
+            callback = self.callback_url(name)
+            if sub.hub is None or callback is None:
+                continue
+            now = self.clock()
+            with self._verified_lock:
+                if self._renew_at.get(name, -math.inf) > now:
+                    continue
+            if urlsplit(sub.hub).scheme != "https":
+                logger.warning(
+                    "notify-server: the hub of %s is not HTTPS: its secret is sent in clear",
+                    name,
+                )
+            form = subscription_form(sub, callback, self.config.lease_seconds)
+            status, reason = send_subscription(sub.hub, form, self.config.hub_timeout)
+            sent += 1
+            with self._verified_lock:
+                if 200 <= status < 300:
+                    self._failures.pop(name, None)
+                    self._renew_at[name] = now + 0.9 * self.config.lease_seconds
+                else:
+                    failures = self._failures.get(name, 0) + 1
+                    self._failures[name] = failures
+                    self._renew_at[name] = now + min(3600.0, 60.0 * 2 ** (failures - 1))
+            if 200 <= status < 300:
+                logger.info(
+                    "notify-server: asked %s to deliver %s to %s (%d)",
+                    sub.hub,
+                    sub.topic,
+                    callback,
+                    status,
+                )
+            else:
+                logger.warning(
+                    "notify-server: the hub %s refused the subscription %s (%s: %s); "
+                    "trying again later",
+                    sub.hub,
+                    name,
+                    status or "no answer",
+                    reason,
+                )
+        return sent
+
+    def subscription_verified(self, name: str, lease_seconds: int | None) -> None:
+        """The hub verified ``name``: renew it at 90% of the lease it granted."""
+        lease = lease_seconds if lease_seconds else self.config.lease_seconds
+        with self._verified_lock:
+            self._renew_at[name] = self.clock() + 0.9 * lease
+            self._failures.pop(name, None)
+
+    def renew_at(self, name: str) -> float | None:
+        """When the subscription ``name`` is next sent to its hub (None: not yet planned)."""
+        with self._verified_lock:
+            return self._renew_at.get(name)
+
+    def run_subscriber(self, stop: threading.Event, poll_secs: float = 30.0) -> None:
+        """Call :meth:`subscribe_due` every ``poll_secs`` until ``stop`` is set."""
+        while not stop.is_set():
+            try:
+                self.subscribe_due()
+            except Exception:
+                logger.exception("notify-server: subscribing failed")
+            stop.wait(poll_secs)
+
     # -- writing -----------------------------------------------------------------------
 
-    def record(self, urls: list[str]) -> Any:
+    def record(self, urls: list[str]) -> NotifyResult:
+        """Record that ``urls`` changed now (IndexNow)."""
+        return self._write(
+            lambda: record_changes(
+                self.store, urls, now=self.clock(), add_unknown=self.config.add_unknown
+            )
+        )
+
+    def record_times(self, updates: list[tuple[str, float]]) -> NotifyResult:
+        """Record updates with their own times (WebSub)."""
+        return self._write(
+            lambda: record_updates(
+                self.store, updates, now=self.clock(), add_unknown=self.config.add_unknown
+            )
+        )
+
+    def _write(self, write: Callable[[], NotifyResult]) -> NotifyResult:
         try:
             with self._store_lock:
-                result = record_changes(
-                    self.store, urls, now=self.clock(), add_unknown=self.config.add_unknown
-                )
+                result = write()
                 self.store.flush()
         except StoreError as exc:
             logger.error("notify-server: the store failed: %s", exc)
             raise _Refused(503, "the store is not available; try again later") from None
-        logger.info("notify-server: %d URLs recorded (%d new)", result.accepted, len(result.added))
+        logger.info(
+            "notify-server: %d URLs recorded (%d new, %d already crawled since)",
+            result.accepted,
+            len(result.added),
+            len(result.seen),
+        )
         return result

@@ -13,27 +13,39 @@ and checked, not used. The simulator drives the same tracker.
 
 With :setting:`FRESH_PROVIDER_AUTODETECT` a page whose level nobody fixed (request meta,
 spider attribute, :setting:`FRESH_PROVIDERS`) gets the level its signals support.
-See :doc:`/topics/providers`.
+
+With :setting:`FRESH_PROVIDER_SITEMAPS` it also finds sitemaps itself: the ``Sitemap:``
+lines of each host's robots.txt (the one Scrapy fetches for ``ROBOTSTXT_OBEY``, or, with
+:setting:`FRESH_PROVIDER_FETCH_ROBOTS`, one it requests itself) and the children of
+every sitemap index read (:mod:`scrapy_fresh.providers.discovery` decides which). They
+are requested through the scheduler like any page (politeness, robots.txt, stats), kept
+as records so that the refresh rule decides when they are read again, marked with
+:reqmeta:`fresh_sitemap` (or :reqmeta:`fresh_robots`) and given a callback that yields
+nothing. See :doc:`/topics/providers`.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
-from scrapy.exceptions import NotConfigured
+from scrapy import Request, signals
+from scrapy.exceptions import IgnoreRequest, NotConfigured
 
 from scrapy_fresh.config import parse_provider
 from scrapy_fresh.exceptions import ConfigError, StoreError
 from scrapy_fresh.frontier.revisit import Outcome
-from scrapy_fresh.keys import url_host
+from scrapy_fresh.keys import url_host, url_key
 from scrapy_fresh.policy.trust import TrustParams
-from scrapy_fresh.providers.dates import parse_w3c
+from scrapy_fresh.providers.discovery import ROBOTS_MAX_BYTES, DiscoveryLimits, SitemapDiscovery
 from scrapy_fresh.providers.document import looks_like_document, parse_document
 from scrapy_fresh.providers.http import header_signals
 from scrapy_fresh.providers.ledger import TrustLedger
+from scrapy_fresh.providers.meta import meta_signals
 from scrapy_fresh.providers.safexml import Limits
 from scrapy_fresh.providers.signals import (
     AnnouncedUpdate,
@@ -50,67 +62,89 @@ from scrapy_fresh.store.base import PageState, Provider
 if TYPE_CHECKING:
     from collections.abc import MutableMapping
 
-    from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.http import Response
+    from twisted.python.failure import Failure
     from typing_extensions import Self
 
-__all__ = ["FUTURE_KINDS", "PAST_KINDS", "FreshProviderMiddleware", "meta_signals"]
+__all__ = [
+    "FUTURE_KINDS",
+    "PAST_KINDS",
+    "FreshProviderMiddleware",
+    "meta_signals",
+    "no_items",
+]
 
 logger = logging.getLogger(__name__)
 
-
-def _meta_time(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        number = float(value)
-        return number if math.isfinite(number) and abs(number) < 1e11 else None
-    if isinstance(value, str):
-        return parse_w3c(value)
-    return None
+#: Document outcomes after which nothing of a discovered sitemap could be used: it is
+#: read again no sooner than FRESH_MAX_REFRESH_SECS.
+REFUSED_OUTCOMES = frozenset({"too_large", "entities_refused", "not_xml", "unknown_document"})
+#: URLs of a sitemap kept to judge, at the end of the run that first read it, whether
+#: it speaks of any page of the crawl (an even sample of its entries).
+UNUSED_SAMPLE = 5000
 
 
-def meta_signals(meta: Mapping[str, Any], url: str, now: float, report: ParseReport) -> Signals:
-    """Signals a spider put in ``meta["fresh_updates"]`` and ``meta["fresh_schedule"]``.
+def no_items(response: Response) -> list[Any]:
+    """Callback of the sitemaps and robots.txt files scrapy_fresh requests itself: their
+    signals were read by :class:`FreshProviderMiddleware`; they yield no item."""
+    return []
 
-    Times are Unix seconds or W3C date strings; each bad entry is skipped and counted
-    in ``report`` (``bad_meta``), the others are kept.
 
-    >>> r = ParseReport()
-    >>> s = meta_signals({"fresh_updates": [100, "bad"], "fresh_schedule": [[200, 0.5],
-    ...                   [300, 7]]}, "http://a/", 150.0, r)
-    >>> [p.when for p in s.past], [(a.when, a.probability) for a in s.announced], r.skipped
-    ([100.0], [(200.0, 0.5)], Counter({'bad_meta': 2}))
-    """
-    signals = Signals(report=report)
-    updates = meta.get("fresh_updates")
-    if updates is not None:
-        if isinstance(updates, (str, bytes)) or not isinstance(updates, Iterable):
-            updates = [updates]
-        for raw in updates:
-            when = _meta_time(raw)
-            if when is None or when > now + 3600:
-                report.skip("bad_meta")
-            else:
-                signals.past.append(PastUpdate(url, when, "spider"))
-    schedule = meta.get("fresh_schedule")
-    if schedule is not None:
-        if isinstance(schedule, (str, bytes)) or not isinstance(schedule, Iterable):
-            schedule = [schedule]
-        for entry in schedule:
-            try:
-                raw_t, raw_p = entry
-            except (TypeError, ValueError):
-                report.skip("bad_meta")
-                continue
-            when = _meta_time(raw_t)
-            prob = _meta_time(raw_p)
-            if when is None or prob is None or not 0.0 <= prob <= 1.0:
-                report.skip("bad_meta")
-            elif when > now:
-                signals.announced.append(AnnouncedUpdate(url, when, prob, "spider"))
-    return signals
+def _discovered(meta: Mapping[str, Any]) -> bool:
+    """Whether a request (or a record's stored request meta) is one discovery made."""
+    return "fresh_sitemap" in meta or bool(meta.get("fresh_robots"))
+
+
+def _depth(meta: Mapping[str, Any]) -> int:
+    """The sitemap depth a request carries (0 for a sitemap the spider fetched)."""
+    value = meta.get("fresh_sitemap")
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return 0
+
+
+def _is_robots(request: Request) -> bool:
+    """Whether ``request`` fetches a robots.txt: Scrapy's own (ROBOTSTXT_OBEY) or ours."""
+    meta = request.meta
+    if meta.get("fresh_robots"):
+        return True
+    if not meta.get("dont_obey_robotstxt"):
+        return False
+    try:
+        return urlsplit(request.url).path == "/robots.txt"
+    except ValueError:
+        return False
+
+
+def _over_maxsize(message: str) -> bool:
+    """Whether a download failed because the answer was over ``download_maxsize`` (the
+    words of Scrapy's download handler and of HttpCompressionMiddleware)."""
+    text = message.lower()
+    return "download max size" in text or "download_maxsize" in text
+
+
+class _Records:
+    """The store as the tracker's page records, noting how many of the URLs a document
+    spoke about this crawl knows (stored, queued or leased in this run)."""
+
+    def __init__(self, runtime: FreshRuntime) -> None:
+        self.runtime = runtime
+        self.known = 0
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, PageState]:
+        wanted = list(keys)
+        runtime = self.runtime
+        found = runtime.store.get_many(wanted)
+        self.known = len(found) + sum(
+            1
+            for key in wanted
+            if key not in found and (key in runtime.leases or key in runtime.new_records)
+        )
+        return found
+
+    def put_many(self, states: Iterable[PageState]) -> None:
+        self.runtime.store.put_many(states)
 
 
 class FreshProviderMiddleware:
@@ -124,9 +158,12 @@ class FreshProviderMiddleware:
 
     Settings: :setting:`FRESH_PROVIDER_SIGNALS`, :setting:`FRESH_PROVIDER_AUTODETECT`,
     :setting:`FRESH_PROVIDER_MAX_BYTES`, :setting:`FRESH_PROVIDER_MAX_INFLATED_BYTES`,
-    :setting:`FRESH_PROVIDER_MAX_ENTRIES`, :setting:`FRESH_TRUST`,
+    :setting:`FRESH_PROVIDER_MAX_ENTRIES`, :setting:`FRESH_PROVIDER_SITEMAPS`,
+    :setting:`FRESH_PROVIDER_FETCH_ROBOTS`, :setting:`FRESH_PROVIDER_MAX_SITEMAPS`,
+    :setting:`FRESH_PROVIDER_MAX_SITEMAP_DEPTH`, :setting:`FRESH_TRUST`,
     :setting:`FRESH_TRUST_THRESHOLD`, :setting:`FRESH_TRUST_RECOVER`.
-    Meta keys: :reqmeta:`fresh_updates`, :reqmeta:`fresh_schedule`.
+    Meta keys: :reqmeta:`fresh_updates`, :reqmeta:`fresh_schedule`,
+    :reqmeta:`fresh_sitemap`, :reqmeta:`fresh_robots`.
     Stats: ``fresh/providers/*`` and ``fresh/trust/*`` (:doc:`/reference/stats`).
     """
 
@@ -143,9 +180,36 @@ class FreshProviderMiddleware:
         )
         self.params = TrustParams(threshold=config.trust_threshold, recover=config.trust_recover)
         self._tracker: SignalTracker | None = None
+        self._records = _Records(runtime)
         #: key -> (request meta, record URL) of a visit under way.
         self._visits: dict[str, tuple[MutableMapping[str, Any], str]] = {}
         runtime.outcome_listeners.append(self._on_outcome)
+        # -- sitemap discovery
+        self.sitemaps = config.provider_sitemaps
+        self.fetch_robots = (
+            self.sitemaps
+            and config.provider_fetch_robots
+            and not crawler.settings.getbool("ROBOTSTXT_OBEY")
+        )
+        self.discovery = SitemapDiscovery(
+            DiscoveryLimits(
+                max_depth=config.provider_max_sitemap_depth,
+                max_per_host=config.provider_max_sitemaps,
+            )
+        )
+        #: When the discovery bookkeeping started: continuous mode starts it afresh every
+        #: FRESH_DEFAULT_REFRESH_SECS, so that its per-run limits hold per day, not forever.
+        self._discovery_since = runtime.clock()
+        maxsize = max(config.provider_max_bytes, config.provider_max_inflated_bytes)
+        scrapy_maxsize = crawler.settings.getint("DOWNLOAD_MAXSIZE")
+        #: download_maxsize of the documents discovery requests (Scrapy stops there).
+        self.download_maxsize = min(maxsize, scrapy_maxsize) if scrapy_maxsize > 0 else maxsize
+        #: Keys of discovered documents read again no sooner than FRESH_MAX_REFRESH_SECS.
+        self._postponed: set[str] = set()
+        #: Discovered sitemaps first read in this run that spoke of no page the crawl knew
+        #: then -> a sample of their URLs' keys, judged again when the run is idle.
+        self._unjudged: dict[str, list[str]] = {}
+        crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -162,6 +226,7 @@ class FreshProviderMiddleware:
         if self._tracker is None:
             self._tracker = SignalTracker(
                 self.runtime.store,
+                records=self._records,
                 params=self.params,
                 autodetect=self.autodetect,
                 trust=self.trust_enabled,
@@ -180,6 +245,12 @@ class FreshProviderMiddleware:
 
     def process_request(self, request: Request) -> None:
         meta = request.meta
+        if _discovered(meta):
+            self._prepare_discovered(request)
+        elif self.fetch_robots and not meta.get("fresh_probe") and not _is_robots(request):
+            robots = self._fresh_discovery().first_visit(request.url)
+            if robots is not None:
+                self._request([(robots, 0)], robots=True)
         key = meta.get("fresh_key")
         if not isinstance(key, str) or meta.get("fresh_probe") or self.tracker.visiting(key):
             return
@@ -198,6 +269,11 @@ class FreshProviderMiddleware:
     def process_response(self, request: Request, response: Response) -> Response:
         if response.status != 200 or request.meta.get("fresh_probe"):
             return response
+        robots = _is_robots(request)
+        if robots and self.sitemaps:
+            self._read_robots(response)
+        if robots and not request.meta.get("fresh_robots"):
+            return response  # Scrapy's own robots.txt request: not a page of the crawl
         now = self.runtime.clock()
         key = request.meta.get("fresh_key")
         visit = self._visits.get(key) if isinstance(key, str) else None
@@ -210,6 +286,8 @@ class FreshProviderMiddleware:
         self._count_skipped(found.report)
         ctype = header(response.headers, "Content-Type")
         body = response.body
+        discovered = "fresh_sitemap" in request.meta and isinstance(key, str)
+        document: Signals | None = None
         if body and looks_like_document(body, ctype):
             document = parse_document(body, response.url, now, self.limits)
             self._count_document(document.report, response.url)
@@ -221,8 +299,13 @@ class FreshProviderMiddleware:
         mine, others = _split(found, own_url)
         if not (isinstance(key, str) and self.tracker.add_own(key, mine)):
             others.extend(mine)
-        if len(others):
-            self._apply_elsewhere(others, now)
+        self._records.known = 0
+        applied = self._apply_elsewhere(others, now) if len(others) else True
+        if document is not None and document.report.kind == "sitemapindex" and self.sitemaps:
+            self._follow_index(request, document, own_url)
+        if discovered:
+            assert isinstance(key, str)
+            self._judge_discovered(key, request, document, applied=applied)
         return response
 
     def _note_listed_updates(self, key: str, document: Signals, now: float) -> None:
@@ -238,19 +321,213 @@ class FreshProviderMiddleware:
         if since is not None and any(since < update.when <= now for update in document.past):
             self.runtime.listed_updates.add(key)
 
-    def _apply_elsewhere(self, signals: Signals, now: float) -> None:
-        """Write signals into the records they are about (or hold them for new URLs)."""
+    def _apply_elsewhere(self, signals: Signals, now: float) -> bool:
+        """Write signals into the records they are about (or hold them for new URLs);
+        False if the store failed."""
         try:
             changed = self.tracker.apply(signals, now)
         except StoreError as exc:
             self.runtime.store_error("apply provider signals to", exc)
-            return
+            return False
         self._tell_scheduler(changed)
+        return True
+
+    # -- sitemap discovery -------------------------------------------------------------
+
+    def _fresh_discovery(self) -> SitemapDiscovery:
+        """The run's discovery bookkeeping (restarted daily in continuous mode)."""
+        config = self.runtime.config
+        now = self.runtime.clock()
+        if config.mode == "continuous" and now - self._discovery_since > (
+            config.default_refresh_secs
+        ):
+            self.discovery = SitemapDiscovery(self.discovery.limits)
+            self._discovery_since = now
+        return self.discovery
+
+    def _prepare_discovered(self, request: Request) -> None:
+        """A sitemap or robots.txt discovery asked for (now or in an earlier run)."""
+        if not self.sitemaps:
+            self.runtime.stat("fresh/providers/sitemaps/disabled")
+            raise IgnoreRequest(
+                f"FRESH_PROVIDER_SITEMAPS is False: {request.url} was found by sitemap "
+                "discovery and is not read."
+            )
+        if request.callback is None:
+            request.callback = no_items
+        if request.errback is None:
+            request.errback = self._discovery_failed
+        request.meta.setdefault("download_maxsize", self.download_maxsize)
+
+    def _read_robots(self, response: Response) -> None:
+        """Follow the ``Sitemap:`` lines of a robots.txt (its first ROBOTS_MAX_BYTES)."""
+        text = response.body[:ROBOTS_MAX_BYTES].decode("utf-8", "replace")
+        discovery = self._fresh_discovery()
+        before = Counter(discovery.skipped)
+        found = discovery.from_robots(text, response.url)
+        self._count_discovery(before, response.url)
+        self._request(found)
+
+    def _follow_index(self, request: Request, document: Signals, url: str) -> None:
+        """Follow the child sitemaps of a sitemap index, newest ``<lastmod>`` first."""
+        children = set(document.sitemaps)
+        lastmods: dict[str, float] = {}
+        for update in document.past:
+            if update.url in children:
+                lastmods[update.url] = max(update.when, lastmods.get(update.url, update.when))
+        discovery = self._fresh_discovery()
+        before = Counter(discovery.skipped)
+        found = discovery.from_index(_depth(request.meta), document.sitemaps, lastmods)
+        self._count_discovery(before, url)
+        self._request(found)
+
+    def _request(self, found: list[tuple[str, int]], *, robots: bool = False) -> None:
+        """Send discovered documents through the scheduler (known ones only when due)."""
+        if not found:
+            return
+        try:
+            engine = self.crawler.engine
+        except RuntimeError:
+            engine = None
+        if engine is None:
+            return
+        runtime = self.runtime
+        now = runtime.clock()
+        kind = "robots" if robots else "sitemaps"
+        for url, depth in found:
+            key = url_key(url)
+            if key in runtime.leases or key in runtime.new_records:
+                continue  # already on its way in this run (the spider's, or ours)
+            try:
+                state = runtime.get_state(key)
+            except StoreError as exc:
+                runtime.store_error("read", exc, url)
+                continue
+            if state is not None and not _discovered(state.request.get("meta") or {}):
+                runtime.stat("fresh/providers/sitemaps/skipped/spider_owned")
+                continue  # the spider requests it itself, with its own callback
+            if state is not None and state.next_due > now:
+                runtime.stat("fresh/providers/sitemaps/not_due")
+                continue
+            meta: dict[str, Any] = {"fresh_robots": True} if robots else {"fresh_sitemap": depth}
+            request = Request(url, callback=no_items, errback=self._discovery_failed, meta=meta)
+            try:
+                engine.crawl(request)
+            except RuntimeError:  # the spider is closing
+                return
+            runtime.stat(f"fresh/providers/{kind}/requested")
+
+    def _judge_discovered(
+        self, key: str, request: Request, document: Signals | None, *, applied: bool
+    ) -> None:
+        """Postpone a discovered sitemap that gave nothing usable (see :meth:`_on_outcome`):
+        a refused document, or a sitemap read before that speaks of no page of this crawl."""
+        if document is None or document.report.outcome in REFUSED_OUTCOMES:
+            self._postponed.add(key)
+            self.runtime.stat("fresh/providers/sitemaps/refused")
+            if document is None:
+                logger.warning(
+                    "scrapy_fresh: %(url)s, found by sitemap discovery, is not a sitemap; it "
+                    "is read again no sooner than FRESH_MAX_REFRESH_SECS.",
+                    {"url": request.url},
+                    extra={"spider": self.crawler.spider},
+                )
+            return
+        lease = self.runtime.leases.get(key)
+        if not applied or document.report.kind != "sitemap" or self._records.known:
+            return
+        if lease is not None and lease.visited:
+            self._postponed.add(key)
+            self._log_unused(request.url)
+            return
+        # First read: the pages it lists may be found later in this run; judge at idle.
+        urls = sorted(document.urls())
+        step = max(1, math.ceil(len(urls) / UNUSED_SAMPLE))
+        self._unjudged[key] = [url_key(url) for url in urls[::step]]
+
+    def _spider_idle(self) -> None:
+        """The run's work is done: postpone the sitemaps first read in it that still
+        speak of no page the crawl knows."""
+        unjudged, self._unjudged = self._unjudged, {}
+        for key, sample in unjudged.items():
+            try:
+                self._records.get_many(sample)
+            except StoreError as exc:
+                self.runtime.store_error("read", exc)
+                return
+            if self._records.known:
+                continue
+            state = self._postpone_stored(key)
+            self._log_unused(state.url if state is not None else key)
+
+    def _log_unused(self, url: str) -> None:
+        self.runtime.stat("fresh/providers/sitemaps/unused")
+        logger.info(
+            "scrapy_fresh: the sitemap %(url)s lists no page of this crawl; it is read "
+            "again no sooner than FRESH_MAX_REFRESH_SECS.",
+            {"url": url},
+            extra={"spider": self.crawler.spider},
+        )
+
+    def _discovery_failed(self, failure: Failure) -> None:
+        """Errback of discovery's requests: count and log; record the visit as an error
+        if nothing did (an answer refused after its download, e.g. over
+        ``download_maxsize`` once decompressed). A document over the size limit is read
+        again no sooner than FRESH_MAX_REFRESH_SECS."""
+        request = getattr(failure, "request", None)
+        url = request.url if request is not None else "?"
+        message = failure.getErrorMessage()
+        runtime = self.runtime
+        runtime.stat("fresh/providers/sitemaps/failed")
+        too_large = _over_maxsize(message)
+        if request is not None:
+            runtime.record_outcome(request.meta, Outcome.ERROR)
+            key = request.meta.get("fresh_key")
+            if too_large and isinstance(key, str):
+                runtime.stat("fresh/providers/sitemaps/refused")
+                self._postpone_stored(key)
+        logger.log(
+            logging.WARNING if too_large else logging.INFO,
+            "scrapy_fresh: %(url)s, found by sitemap discovery, could not be read: %(error)s",
+            {"url": url, "error": message},
+            extra={"spider": self.crawler.spider},
+        )
+
+    def _postpone_stored(self, key: str) -> PageState | None:
+        """Make a stored record due no sooner than FRESH_MAX_REFRESH_SECS from now."""
+        runtime = self.runtime
+        try:
+            state = runtime.get_state(key)
+            if state is None:
+                return None
+            state.next_due = max(state.next_due, runtime.clock() + runtime.config.max_refresh_secs)
+            runtime.store.put(state)
+        except StoreError as exc:
+            runtime.store_error("postpone", exc, key)
+            return None
+        return state
+
+    def _count_discovery(self, before: Counter[str], url: str) -> None:
+        """Count (and log once per document) the sitemaps discovery left."""
+        left = self.discovery.skipped - before
+        for reason, count in left.items():
+            self.runtime.stat(f"fresh/providers/sitemaps/skipped/{reason}", count)
+        notable = {r: n for r, n in left.items() if r != "repeated"}
+        if notable:
+            logger.info(
+                "scrapy_fresh: sitemap discovery did not follow %(what)s listed in %(url)s "
+                "(FRESH_PROVIDER_MAX_SITEMAPS, FRESH_PROVIDER_MAX_SITEMAP_DEPTH, same site "
+                "only).",
+                {"what": ", ".join(f"{n} ({r})" for r, n in sorted(notable.items())), "url": url},
+                extra={"spider": self.crawler.spider},
+            )
 
     # -- after a visit -----------------------------------------------------------------
 
     def _on_outcome(self, state: PageState, outcome: Outcome, now: float) -> None:
         visit = self._visits.pop(state.key, None)
+        postpone = state.key in self._postponed
+        self._postponed.discard(state.key)
         own: Signals | None = None
         if visit is not None and outcome not in (Outcome.GONE, Outcome.ERROR):
             report = ParseReport()
@@ -260,6 +537,9 @@ class FreshProviderMiddleware:
             moved = self.tracker.after_visit(state, outcome, now, own)
             if outcome in (Outcome.GONE, Outcome.ERROR):
                 return
+            if postpone:
+                state.next_due = max(state.next_due, now + self.runtime.config.max_refresh_secs)
+                moved = True
             self.runtime.store.put(state)
         except StoreError as exc:
             self.runtime.store_error("write provider signals to", exc, state.url)

@@ -29,6 +29,7 @@ from scrapy_fresh.frontier.revisit import Outcome, RevisitPolicy, record_visit
 from scrapy_fresh.frontier.scoring import ScoreParams
 from scrapy_fresh.policy.cost import check_cost_ratio
 from scrapy_fresh.policy.refresh import decay_for_half_life
+from scrapy_fresh.providers.meta import declared_update
 from scrapy_fresh.store.base import PageState, SiteState, StateStore
 from scrapy_fresh.validators import (
     Check,
@@ -195,6 +196,10 @@ class Lease:
     handed: bool = False
     sent_etag: str | None = None
     sent_ims: str | None = None
+    #: Judged visits of the page so far (the record's ``visits``).
+    visits: int = 0
+    #: The GET follows a HEAD probe that could compare the Content-Length alone.
+    length_probe: bool = False
 
     @classmethod
     def of(
@@ -211,6 +216,7 @@ class Lease:
             state.content_length,
             request,
             state.url,
+            visits=state.visits,
         )
 
 
@@ -246,6 +252,8 @@ class FreshRuntime:
         self.ignored_pages: set[str] = set()
         #: Pages whose ETag changed while their content did not, in this run.
         self.churn_pages: set[str] = set()
+        #: Pages whose Content-Length changed while their content did not, in this run.
+        self.length_churn_pages: set[str] = set()
         #: Sitemaps and feeds whose body, in this run, listed an update later than their
         #: previous visit (scrapy_fresh.provider_middleware fills it): they changed, even
         #: when their text fingerprint (digits normalised) cannot show it.
@@ -373,6 +381,40 @@ class FreshRuntime:
             self.hosts[host] = checks
         return checks
 
+    def check_plan(
+        self,
+        key: str,
+        host: str,
+        etag: str | None,
+        last_modified: str | None,
+        content_length: int | None,
+        visits: int | None,
+    ) -> tuple[Check, str | None, str | None]:
+        """How the next visit of a page checks for a change (:meth:`HostChecks.plan` with
+        :setting:`FRESH_CHECK` and what this run learned), and the ETag and Last-Modified
+        it can send: a malformed one, or an ETag that churns, is none. A HEAD probe that
+        could only compare the Content-Length becomes a full download every
+        :setting:`FRESH_LENGTH_PROBE_FULL_EVERY` visits (``visits`` None: not decided
+        here; with 0 or 1 never a length probe)."""
+        checks = self.host_checks(host)
+        if not usable_etag(etag) or key in self.churn_pages or checks.etag_untrusted:
+            etag = None
+        if last_modified and parse_http_date(last_modified) is None:
+            last_modified = None
+        plan = checks.plan(
+            self.config.check,
+            has_validators=bool(etag or last_modified),
+            has_head_validators=bool(etag or last_modified or content_length is not None),
+            page_ignores=key in self.ignored_pages,
+            page_length_churns=key in self.length_churn_pages,
+        )
+        every = self.config.length_probe_full_every
+        # The first fetch was a full download: so is every ``every``-th after it.
+        full_now = every <= 1 or (visits is not None and (visits + 1) % every == 0)
+        if plan is Check.HEAD and not (etag or last_modified) and full_now:
+            plan = Check.NONE  # the length alone is trusted between full downloads only
+        return plan, etag, last_modified
+
     def check_cost(self, state: PageState) -> float:
         """What checking ``state`` costs when it finds no change, as a share of a full
         download (:func:`~scrapy_fresh.frontier.revisit.record_visit`'s ``check_cost``).
@@ -381,7 +423,9 @@ class FreshRuntime:
         answers over the full pages, at least :setting:`FRESH_MIN_CHECK_COST_RATIO`) when
         the page's next visit will be such a check (:meth:`HostChecks.plan`, with what the
         record and the host have shown); 1.0 (a full download) otherwise, and before the
-        host ever answered a cheap check.
+        host ever answered a cheap check. A page checked by its Content-Length alone is
+        downloaded in full one visit in :setting:`FRESH_LENGTH_PROBE_FULL_EVERY`: the mean
+        of the two.
         """
         checks = self.host_checks(state.host)
         ratio = check_cost_ratio(
@@ -389,19 +433,20 @@ class FreshRuntime:
         )
         if ratio is None:
             return 1.0
-        etag = state.etag if usable_etag(state.etag) else None
-        if etag and (state.key in self.churn_pages or checks.etag_untrusted):
-            etag = None
-        last_modified = state.last_modified
-        if last_modified and parse_http_date(last_modified) is None:
-            last_modified = None
-        plan = checks.plan(
-            self.config.check,
-            has_validators=bool(etag or last_modified),
-            has_head_validators=bool(etag or last_modified or state.content_length is not None),
-            page_ignores=state.key in self.ignored_pages,
+        plan, etag, last_modified = self.check_plan(
+            state.key,
+            state.host,
+            state.etag,
+            state.last_modified,
+            state.content_length,
+            None,
         )
-        return 1.0 if plan is Check.NONE else ratio
+        if plan is Check.NONE:
+            return 1.0
+        if plan is Check.HEAD and not (etag or last_modified):
+            every = self.config.length_probe_full_every  # one visit in ``every`` is full
+            return (ratio * (every - 1) + 1.0) / every
+        return ratio
 
     def host_answered(self, host: str) -> None:
         """Tell the listeners (the scheduler) that ``host`` answered a request."""
@@ -489,7 +534,8 @@ class FreshRuntime:
         """Record a downloaded page: new (first fetch), changed or unchanged by fingerprint.
 
         A sitemap or feed is also changed when it lists an update later than its previous
-        visit (:attr:`listed_updates`): its dates are its content, and the fingerprint
+        visit (:attr:`listed_updates`), and so is a page whose spider declares such an
+        update (``meta["fresh_updates"]``): its dates are its content, and the fingerprint
         makes every digit ``0``.
 
         Also stores the response's validators and learns from them: an ETag that changed
@@ -499,10 +545,12 @@ class FreshRuntime:
         begun = self._begin(meta)
         if begun is None:
             return None
-        _, state = begun
+        lease, state = begun
         now = self.clock()
         old_fp, old_etag = state.fingerprint, state.etag
-        listed = state.key in self.listed_updates
+        listed = state.key in self.listed_updates or (
+            state.last_crawl is not None and declared_update(meta, state.last_crawl, now)
+        )
         self.listed_updates.discard(state.key)
         text_changed = False
         if state.last_crawl is None or old_fp is None:
@@ -520,6 +568,9 @@ class FreshRuntime:
         if outcome is Outcome.UNCHANGED and etag and old_etag and etag != old_etag:
             checks.etag_churn += 1
             self.churn_pages.add(state.key)
+        if outcome is Outcome.UNCHANGED and lease.length_probe:
+            checks.length_churn += 1  # the length moved, the content did not
+            self.length_churn_pages.add(state.key)
         elif text_changed and etag and etag == old_etag and not checks.lying:
             checks.lying = True
             self.stat("fresh/validators_lying")

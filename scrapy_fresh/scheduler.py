@@ -28,11 +28,13 @@ from scrapy_fresh.config import parse_provider
 from scrapy_fresh.distributed import PULL_BATCH, SharedFrontier
 from scrapy_fresh.exceptions import ConfigError, StoreError
 from scrapy_fresh.frontier import Frontier, Politeness, Stream
+from scrapy_fresh.frontier.revisit import Outcome
 from scrapy_fresh.frontier.scoring import priority_score, rank_for_budget
 from scrapy_fresh.keys import url_host, url_key
+from scrapy_fresh.policy.cadence import lookahead, next_period
 from scrapy_fresh.requestinfo import rebuild_request, request_info
 from scrapy_fresh.runtime import FreshRuntime, Lease, header
-from scrapy_fresh.store.base import PageState, Provider, Status
+from scrapy_fresh.store.base import PageState, Provider, SiteState, Status
 from scrapy_fresh.validators import parse_retry_after
 
 if TYPE_CHECKING:
@@ -59,6 +61,9 @@ REFILL_BATCH = 1000
 #: Timers fire this long after the time they wait for (clock granularity).
 TIMER_SLACK_SECS = 0.005
 _DUE_STATUSES = (Status.QUEUED, Status.IDLE, Status.GONE)
+#: The site record that keeps cycle runs' cadence: ``updated_at`` is the last run's start,
+#: ``refresh_secs`` the estimated time between runs.
+RUN_SITE = "run/cycle"
 
 
 @dataclass
@@ -115,6 +120,9 @@ class FreshScheduler(BaseScheduler):
         self._spare: list[tuple[float, PageState]] = []
         self._budget_left: int | None = None
         self._due_hint: float | None = None
+        #: Cycle mode: records due this long after now are taken too (see _due_by).
+        self._lookahead = 0.0
+        self._opened_at = math.inf
         self._timer: CallLaterResult | None = None
         self._timer_at = math.inf
         self._spider_provider: Provider | None = None
@@ -160,6 +168,9 @@ class FreshScheduler(BaseScheduler):
         signals_.connect(self._spider_idle, signal=signals.spider_idle)
         signals_.connect(self._robots_parsed, signal=signals.robots_parsed)
         signals_.connect(self._response_downloaded, signal=signals.response_downloaded)
+        self._opened_at = now
+        if not self._continuous:
+            self._lookahead = self._cycle_lookahead(now)
         if self._shared is not None:  # other workers' leases expire instead
             loaded = self._pull(now)
         else:
@@ -176,6 +187,42 @@ class FreshScheduler(BaseScheduler):
             extra={"spider": spider},
         )
         self._arm_timer(now)
+
+    def _cycle_lookahead(self, now: float) -> float:
+        """Cycle mode: :setting:`FRESH_CYCLE_LOOKAHEAD_SECS`, or half the time between
+        runs measured in the store (:mod:`scrapy_fresh.policy.cadence`; one process per
+        store: with a shared frontier only a fixed setting applies)."""
+        fixed = self.config.cycle_lookahead_secs
+        if fixed is not None:
+            return fixed
+        if self._shared is not None:
+            return 0.0
+        store = self.runtime.store
+        try:
+            record = store.get_site(RUN_SITE) or SiteState(RUN_SITE)
+            period = record.refresh_secs
+            if record.updated_at and now > record.updated_at:
+                period = next_period(period, now - record.updated_at)
+            record.refresh_secs, record.updated_at = period, now
+            store.put_site(record)
+        except StoreError as exc:
+            self.runtime.store_error("record the run start in", exc)
+            return 0.0
+        return lookahead(period)
+
+    def _due_by(self, now: float) -> float:
+        """Records due up to this time are due in this run (cycle mode: a lookahead)."""
+        return now + self._lookahead
+
+    def _is_due(self, state: PageState, now: float) -> bool:
+        """Whether a known record may be fetched now: due (within the lookahead, unless
+        this run fetched it already) and not in flight."""
+        if state.status not in _DUE_STATUSES:
+            return False
+        if state.next_due <= now:
+            return True
+        fetched_in_run = state.last_crawl is not None and state.last_crawl >= self._opened_at
+        return state.next_due <= self._due_by(now) and not fetched_in_run
 
     def close(self, reason: str) -> None:
         if self._closed:
@@ -329,7 +376,7 @@ class FreshScheduler(BaseScheduler):
         if state is None:
             return self._add_new(request, key, host, info, provider, accesses, now)
         dirty = _update(state, info, self._provider(request.meta, host, state.provider), accesses)
-        if state.next_due <= now and state.status in _DUE_STATUSES:
+        if self._is_due(state, now):
             if self._may_admit(state):
                 stream = Stream.NEW if state.last_crawl is None else Stream.REFRESH
                 state.status = Status.IN_FLIGHT
@@ -422,7 +469,8 @@ class FreshScheduler(BaseScheduler):
                 continue
             if self._budget_left is not None and not self._continuous:
                 self._budget_left += 1  # the unit taken for it as a new URL
-            if state.next_due <= now and state.status in _DUE_STATUSES and self._may_admit(state):
+            due = self._is_due(state, now)
+            if due and self._may_admit(state):
                 state.status = Status.IN_FLIGHT
                 state.in_flight_since = now
                 dirty.append(state)
@@ -432,7 +480,6 @@ class FreshScheduler(BaseScheduler):
                 dirty.append(state)
             runtime.leases.pop(record.key, None)
             self.frontier.discard(record.key)
-            due = state.next_due <= now and state.status in _DUE_STATUSES
             runtime.stat("fresh/requests/over_budget" if due else "fresh/requests/skipped_not_due")
             if lease.request is not None:
                 self.crawler.signals.send_catch_log(
@@ -450,7 +497,7 @@ class FreshScheduler(BaseScheduler):
         lease.score = priority_score(state, now, self.runtime.score_params)
         lease.visited = state.last_crawl is not None
         lease.etag, lease.last_modified = state.etag, state.last_modified
-        lease.content_length = state.content_length
+        lease.content_length, lease.visits = state.content_length, state.visits
         if self.frontier.discard(lease.key):
             self.frontier.push(lease.key, lease.host, lease.score, lease.stream, now)
 
@@ -470,7 +517,7 @@ class FreshScheduler(BaseScheduler):
     def _load_cycle(self, now: float) -> int:
         store = self.runtime.store
         total = len(store)
-        due = store.due(now, total) if total else []
+        due = store.due(self._due_by(now), total) if total else []
         scored = [
             (priority_score(s, now, self.runtime.score_params), i, s) for i, s in enumerate(due)
         ]
@@ -485,7 +532,7 @@ class FreshScheduler(BaseScheduler):
             take_new = min(len(new), budget - take_old)
             self._spare = old[take_old:]
             self._budget_left = budget - take_old - take_new
-            left_due = sum(1 for _, s in self._spare if s.next_due <= now)
+            left_due = sum(1 for _, s in self._spare if s.next_due <= self._due_by(now))
             if len(new) > take_new or left_due:
                 logger.info(
                     "scrapy_fresh: FRESH_CYCLE_BUDGET (%(budget)d) leaves %(old)d due re-crawls "
@@ -510,7 +557,7 @@ class FreshScheduler(BaseScheduler):
             waiting = [
                 s
                 for s in store.due(math.inf, len(store))
-                if s.next_due > now and s.last_crawl is not None and not s.errors
+                if s.next_due > self._due_by(now) and s.last_crawl is not None and not s.errors
             ]
         return rank_for_budget(due, waiting, now, capacity, params)
 
@@ -653,6 +700,13 @@ class FreshScheduler(BaseScheduler):
             state = None
         if state is None:
             self.runtime.leases.pop(lease.key, None)
+            return None
+        meta = state.request.get("meta") or {}
+        discovered = "fresh_sitemap" in meta or bool(meta.get("fresh_robots"))
+        if discovered and not self.config.provider_signals:
+            # A sitemap (or robots.txt) the provider middleware found and reads: without
+            # it the spider's own callback would get it. Looked at again later.
+            self.runtime.record_outcome({"fresh_key": lease.key}, Outcome.BLOCKED)
             return None
         spider = self.crawler.spider
         assert spider is not None

@@ -185,6 +185,10 @@ class HostChecks:
     etag_churn: int = 0
     #: HEAD answers with no validator to compare (or failed HEAD requests).
     head_useless: int = 0
+    #: HEAD probes of pages without ETag or Last-Modified whose Content-Length was the same.
+    length_not_modified: int = 0
+    #: Such probes whose Content-Length had moved while the content fingerprint had not.
+    length_churn: int = 0
     #: A 200 answer kept the ETag we had although the content changed.
     lying: bool = False
     #: Bytes of the answers to checks that found no change (304s, unchanged HEAD answers).
@@ -236,6 +240,29 @@ class HostChecks:
     def head_is_useless(self) -> bool:
         return self.head_useless >= HEAD_USELESS_AFTER
 
+    @property
+    def length_untrusted(self) -> bool:
+        """The host's length probes waste more than they save.
+
+        A probe whose length matched saved a download but its answer, :math:`1 - c` of a
+        page (:math:`c`: the host's measured cost of a cheap check); one whose length
+        moved on its own wasted :math:`c`. After :data:`CHURN_AFTER` wasted ones, the
+        probes stop when ``churn * c >= matched * (1 - c)`` -- with no cheap check
+        measured yet, when none ever matched.
+
+        >>> HostChecks(length_churn=3).length_untrusted
+        True
+        >>> HostChecks(length_churn=9, length_not_modified=1, check_bytes=2,
+        ...            check_full_bytes=100).length_untrusted  # 9 x 0.02 < 1 x 0.98
+        False
+        """
+        if self.length_churn < CHURN_AFTER:
+            return False
+        if self.check_full_bytes <= 0:
+            return self.length_not_modified == 0
+        cost = min(1.0, self.check_bytes / self.check_full_bytes)
+        return self.length_churn * cost >= self.length_not_modified * (1.0 - cost)
+
     def plan(
         self,
         mode: str,
@@ -243,6 +270,7 @@ class HostChecks:
         has_validators: bool,
         has_head_validators: bool,
         page_ignores: bool = False,
+        page_length_churns: bool = False,
     ) -> Check:
         """Return how to check a known page of this host.
 
@@ -251,6 +279,13 @@ class HostChecks:
         :param has_head_validators: the record has an ETag, Last-Modified or
             Content-Length a HEAD answer can be compared with.
         :param page_ignores: this page already answered 200 to matching validators.
+        :param page_length_churns: this page's Content-Length already changed while its
+            content did not.
+
+        In ``"auto"`` mode a page with neither ETag nor Last-Modified but a known
+        Content-Length gets a HEAD probe (Clifton's HEAD check, the design's "HEAD probe"):
+        the body is fetched only when the length moved. A page (or a whole host) whose
+        length moves on every answer without a content change is fetched in full.
 
         >>> HostChecks().plan("auto", has_validators=True, has_head_validators=True).value
         'conditional'
@@ -259,6 +294,11 @@ class HostChecks:
         'head'
         >>> HostChecks(lying=True).plan("auto", has_validators=True,
         ...                             has_head_validators=True).value
+        'none'
+        >>> HostChecks().plan("auto", has_validators=False, has_head_validators=True).value
+        'head'
+        >>> HostChecks(length_churn=3).plan("auto", has_validators=False,
+        ...                                 has_head_validators=True).value
         'none'
         """
         if mode == "none":
@@ -273,4 +313,13 @@ class HostChecks:
             if has_head_validators and not self.head_is_useless:
                 return Check.HEAD
             return Check.NONE
-        return Check.CONDITIONAL if has_validators else Check.NONE
+        if has_validators:
+            return Check.CONDITIONAL
+        if (
+            has_head_validators
+            and not page_length_churns
+            and not self.head_is_useless
+            and not self.length_untrusted
+        ):
+            return Check.HEAD
+        return Check.NONE

@@ -140,6 +140,23 @@ def crawl() -> Callable[..., CrawlResult]:
     return run_crawl
 
 
+def sqlite_records_by_path(path: Path) -> dict[str, PageState]:
+    """Every record of the SQLite store at ``path``, by its URL's path (``/v/1``)."""
+    from scrapy_fresh.store.sqlite import SQLiteStore
+
+    store = SQLiteStore(path)
+    try:
+        return {"/" + s.url.split("/", 3)[3]: s for s in store.iterate()}
+    finally:
+        store.close()
+
+
+@pytest.fixture(scope="session")
+def records_by_path() -> Callable[[Path], dict[str, PageState]]:
+    """``records_by_path(sqlite_path)``: a store's records, by URL path."""
+    return sqlite_records_by_path
+
+
 @pytest.fixture(scope="session")
 def spawn() -> Callable[..., SpawnedCrawl]:
     """Start one real crawl in a subprocess: ``spawn(config, workdir).finish()``."""

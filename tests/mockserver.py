@@ -119,6 +119,16 @@ class MockSite:
             page.version += 1
             page.modified = max(time.time(), page.modified + 1)
 
+    def change_same_length(self, path: str) -> None:
+        """Reverse the words of one paragraph of ``path``: a real change that keeps the
+        byte length (no header can show it)."""
+        with self.lock:
+            page = self.pages[path]
+            words = page.paragraphs[0].rstrip(".").lower().split(" ")
+            page.paragraphs[0] = " ".join(reversed(words)).capitalize() + "."
+            page.version += 1
+            page.modified = max(time.time(), page.modified + 1)
+
     def touch_cosmetic(self, path: str) -> None:
         """Bump the validators (ETag, Last-Modified) without changing the content."""
         with self.lock:

@@ -42,6 +42,18 @@ def page(harness: Any, known: Any) -> Any:
     return make
 
 
+def _callback_yields_nothing(spider_mw: FreshSpiderMiddleware, response: Response) -> None:
+    """Run the spider middleware over a callback that yielded no item (judged from HTML)."""
+
+    async def nothing() -> Any:
+        return
+        yield
+
+    agen = spider_mw.process_spider_output(response, nothing())
+    with pytest.raises(StopAsyncIteration):
+        agen.__anext__().send(None)  # type: ignore[attr-defined]
+
+
 def _304(request: Any, **headers: str) -> Response:
     return HtmlResponse(request.url, status=304, body=b"", headers=headers, request=request)
 
@@ -72,22 +84,25 @@ def test_without_the_weighting_a_304_doubles_the_refresh_time(page):
 
 
 def test_pages_that_must_be_downloaded_to_be_checked_keep_the_papers_rule(page):
-    h, request = page(content_length=10_000)  # no validators
+    # no validators, and no length probes
+    h, request = page({"FRESH_LENGTH_PROBE_FULL_EVERY": 0}, content_length=10_000)
     h.runtime.hosts["a.example"] = HostChecks(check_bytes=150, check_full_bytes=10_150)
     spider_mw = FreshSpiderMiddleware.from_crawler(h.crawler)
     response = HtmlResponse(URL, body=(HTML % TEXT).encode(), request=request)
-
-    async def nothing() -> Any:
-        return
-        yield
-
-    agen = spider_mw.process_spider_output(response, nothing())
-    with pytest.raises(StopAsyncIteration):
-        agen.__anext__().send(None)  # type: ignore[attr-defined]
+    _callback_yields_nothing(spider_mw, response)
     state = h.state(URL)
     assert request.meta["fresh_outcome"] == "unchanged"
     assert h.runtime.check_cost(state) == 1.0
     assert state.refresh_secs == 2 * REFRESH  # a wasted download: the paper's doubling
+
+
+def test_a_page_checked_by_its_length_costs_the_mean_of_probes_and_full_downloads(page):
+    h, _ = page(content_length=10_000)  # no ETag, no Last-Modified: length probes
+    h.runtime.hosts["a.example"] = HostChecks(check_bytes=150, check_full_bytes=10_150)
+    # three HEAD probes at the floor (0.05), then one full download, in every four visits
+    assert h.runtime.check_cost(h.state(URL)) == pytest.approx((3 * 0.05 + 1.0) / 4)
+    h.runtime.length_churn_pages.add(h.state(URL).key)  # its length moves on its own
+    assert h.runtime.check_cost(h.state(URL)) == 1.0
 
 
 def test_a_host_that_never_answered_a_cheap_check_costs_a_download(page):
@@ -121,14 +136,7 @@ def _sitemap_visit(page: Any, lastmod: float) -> tuple[Any, Any]:
     provider_mw.process_request(request)
     response = XmlResponse(url, body=body, request=request)
     provider_mw.process_response(request, response)
-
-    async def nothing() -> Any:
-        return
-        yield
-
-    agen = spider_mw.process_spider_output(response, nothing())
-    with pytest.raises(StopAsyncIteration):
-        agen.__anext__().send(None)  # type: ignore[attr-defined]
+    _callback_yields_nothing(spider_mw, response)
     return h, request
 
 
@@ -141,5 +149,27 @@ def test_a_sitemap_listing_an_update_since_its_last_visit_changed(page):
 
 def test_a_sitemap_listing_only_known_updates_is_unchanged(page):
     h, request = _sitemap_visit(page, HARNESS_NOW - 3 * REFRESH)  # before the last crawl
+    assert request.meta["fresh_outcome"] == "unchanged"
+    assert h.stat("fresh/changed_by_listing") == 0
+
+
+def _html_visit(page: Any, updates: Any) -> Any:
+    h, request = page()  # fingerprinted as HTML % TEXT at its last visit
+    spider_mw = FreshSpiderMiddleware.from_crawler(h.crawler)
+    response = HtmlResponse(URL, body=(HTML % TEXT).encode(), request=request)
+    response.meta["fresh_updates"] = updates  # as a callback does before it is done
+    _callback_yields_nothing(spider_mw, response)
+    return h, request
+
+
+def test_a_page_whose_spider_declares_an_update_since_its_last_visit_changed(page):
+    # Same text (an index whose only change is a listed date): changed all the same.
+    h, request = _html_visit(page, [HARNESS_NOW - REFRESH, "not a date"])
+    assert request.meta["fresh_outcome"] == "changed"
+    assert h.stat("fresh/changed_by_listing") == 1
+
+
+def test_declared_updates_before_the_last_visit_change_nothing(page):
+    h, request = _html_visit(page, [HARNESS_NOW - 3 * REFRESH])
     assert request.meta["fresh_outcome"] == "unchanged"
     assert h.stat("fresh/changed_by_listing") == 0

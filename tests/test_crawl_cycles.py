@@ -44,14 +44,6 @@ class Cycles:
     now: float  # the (shifted) time of the second cycle
 
 
-def _records(path: Any) -> dict[str, PageState]:
-    store = SQLiteStore(path)
-    try:
-        return {"/" + s.url.split("/", 3)[3]: s for s in store.iterate()}
-    finally:
-        store.close()
-
-
 def _count_in_flight(path: Any) -> int:
     store = SQLiteStore(path)
     try:
@@ -61,7 +53,9 @@ def _count_in_flight(path: Any) -> int:
 
 
 @pytest.fixture(scope="module")
-def cycles(mockserver: Any, crawl: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
+def cycles(
+    mockserver: Any, crawl: Any, records_by_path: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Any:
     import time
 
     site = mockserver.MockSite(count=COUNT, seed=7)
@@ -84,11 +78,14 @@ def cycles(mockserver: Any, crawl: Any, tmp_path_factory: pytest.TempPathFactory
                 # Space the requests to the "conditionals ignored" host so that it can
                 # learn from its first answers (HEAD probes for the rest).
                 "DOWNLOAD_SLOTS": {"127.0.0.3": {"delay": 0.15}},
+                # Pages without validators downloaded in full (length probes, which
+                # cannot see /n/3's same-length rewrite: tests/test_length_probes.py).
+                "FRESH_LENGTH_PROBE_FULL_EVERY": 0,
             },
             "start": start,
         }
         first = crawl(config, work)
-        before = _records(db)
+        before = records_by_path(db)
         for path in CHANGED:
             site.change(path)
         for path in VALIDATORS_ONLY:
@@ -99,7 +96,7 @@ def cycles(mockserver: Any, crawl: Any, tmp_path_factory: pytest.TempPathFactory
         second_config["settings"] = {**config["settings"], "FRESH_DROP_UNCHANGED_ITEMS": True}
         second = crawl(second_config, work)
         log = site.log[mark:]
-        after = _records(db)
+        after = records_by_path(db)
         assert _count_in_flight(db) == 0
         yield Cycles(servers, first, second, log, before, after, now)
 

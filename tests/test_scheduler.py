@@ -336,3 +336,18 @@ def test_disabled_scheduler_is_a_plain_fifo(harness: Any) -> None:
     assert not h.scheduler.enqueue_request(Request("http://a.example/1"))
     assert [r.url for r in h.drain()] == ["http://a.example/1"]
     assert not h.runtime.store_opened
+
+
+def test_discovered_sitemaps_wait_while_the_provider_middleware_is_off(harness, known):
+    from scrapy_fresh.keys import url_key
+
+    sitemap = known("http://a.example/sitemap.xml", last_crawl=0.0, next_due=1.0)
+    sitemap.request = {"url": sitemap.url, "meta": {"fresh_sitemap": 1}}
+    page = known("http://a.example/page", last_crawl=0.0, next_due=1.0)
+    h = harness({"FRESH_PROVIDER_SIGNALS": False}, records=[sitemap, page])
+    assert [r.url for r in h.drain()] == [page.url]  # not handed to the spider's parse
+    state = h.runtime.get_state(url_key(sitemap.url))
+    assert state is not None
+    assert state.status.value == "idle"
+    assert state.next_due > h.clock[0]  # blocked: looked at again later
+    assert h.stat("fresh/blocked") == 1

@@ -1,4 +1,5 @@
-"""``scrapy-fresh notify-server``: accept IndexNow-style change notifications over HTTP."""
+"""``scrapy-fresh notify-server``: accept change notifications over HTTP (IndexNow-style
+submissions and WebSub content distribution), rate-limited."""
 
 from __future__ import annotations
 
@@ -6,14 +7,19 @@ import argparse
 import contextlib
 import json
 import logging
+import threading
 from pathlib import Path
 
 from scrapy_fresh.commands._project import add_store_arguments
 from scrapy_fresh.commands.notify import open_target_store
 from scrapy_fresh.exceptions import ConfigError
 from scrapy_fresh.notify_server import NotifyConfig, NotifyServer
+from scrapy_fresh.websub import Subscription, load_subscriptions
 
-HELP = "Serve /indexnow: authenticated change notifications (IndexNow POST/GET) into the store."
+HELP = (
+    "Serve /indexnow and /websub/<name>: authenticated change notifications (IndexNow, "
+    "WebSub) into the store."
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,7 +66,63 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--known-only", action="store_true", help="ignore URLs the store does not know"
     )
+    parser.add_argument(
+        "--websub-file",
+        default=None,
+        metavar="JSON",
+        help='WebSub subscriptions {"NAME": {"topic": URL, "secret": S, "hub": URL}}; '
+        "content for NAME is accepted at /websub/NAME, signed with its secret",
+    )
+    parser.add_argument(
+        "--websub-callback-base",
+        default=None,
+        metavar="URL",
+        help="the URL hubs reach this server at (e.g. https://crawler.example.com); given, "
+        'the server subscribes at the "hub" of each subscription and renews the leases',
+    )
+    parser.add_argument(
+        "--websub-lease-secs",
+        type=int,
+        default=864_000,
+        metavar="SECS",
+        help="lease asked of the hubs (default 864000, 10 days; the hub decides)",
+    )
+    parser.add_argument(
+        "--rate-limit",
+        type=int,
+        default=120,
+        metavar="N",
+        help="requests one client address may make per --rate-window (0: no limit; default 120)",
+    )
+    parser.add_argument(
+        "--host-rate-limit",
+        type=int,
+        default=120,
+        metavar="N",
+        help="accepted submissions about one host per --rate-window (0: no limit; default 120)",
+    )
+    parser.add_argument(
+        "--rate-window",
+        type=float,
+        default=60.0,
+        metavar="SECS",
+        help="window of the rate limits, in seconds (default 60)",
+    )
     add_store_arguments(parser)
+
+
+def read_subscriptions(path: str | None) -> dict[str, Subscription]:
+    """The WebSub subscriptions of ``--websub-file``."""
+    if path is None:
+        return {}
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"--websub-file {path!r} cannot be read as JSON: {exc}") from None
+    try:
+        return load_subscriptions(data, f"--websub-file {path!r}")
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def read_keys(pairs: list[str], path: str | None) -> dict[str, frozenset[str]]:
@@ -88,14 +150,20 @@ def read_keys(pairs: list[str], path: str | None) -> dict[str, frozenset[str]]:
 
 def run(args: argparse.Namespace) -> int:
     keys = read_keys(args.key, args.keys_file)
-    if not keys and not args.verify_key_files:
+    subscriptions = read_subscriptions(args.websub_file)
+    if not keys and not args.verify_key_files and not subscriptions:
         raise ConfigError(
-            "no way to authenticate a notification: give --key HOST=KEY, --keys-file or "
-            "--verify-key-files (unauthenticated writes are never accepted)."
+            "no way to authenticate a notification: give --key HOST=KEY, --keys-file, "
+            "--verify-key-files or --websub-file (unauthenticated writes are never accepted)."
         )
     for name in ("max_body_bytes", "max_urls"):
         if getattr(args, name) < 1:
             raise ConfigError(f"--{name.replace('_', '-')} must be 1 or more.")
+    for name in ("rate_limit", "host_rate_limit"):
+        if getattr(args, name) < 0:
+            raise ConfigError(f"--{name.replace('_', '-')} must be 0 (no limit) or more.")
+    if not 0 < args.rate_window < float("inf"):
+        raise ConfigError(f"--rate-window ({args.rate_window!r}) must be a number above 0.")
     try:
         config = NotifyConfig(
             keys=keys,
@@ -105,16 +173,35 @@ def run(args: argparse.Namespace) -> int:
             max_body_bytes=args.max_body_bytes,
             max_urls=args.max_urls,
             add_unknown=not args.known_only,
+            websub=subscriptions,
+            rate_limit=args.rate_limit,
+            host_rate_limit=args.host_rate_limit,
+            rate_window=args.rate_window,
+            callback_base=args.websub_callback_base,
+            lease_seconds=args.websub_lease_secs,
         )
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+    if args.websub_callback_base and not any(s.hub for s in subscriptions.values()):
+        raise ConfigError(
+            "--websub-callback-base is given but no subscription of --websub-file names its "
+            '"hub": there is nothing to subscribe at.'
+        )
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     store, where = open_target_store(args)
     try:
         with NotifyServer(store, config, (args.bind, args.port)) as server:
             print(f"notify-server: {server.url} -> {where}", flush=True)
-            with contextlib.suppress(KeyboardInterrupt):
-                server.serve_forever(poll_interval=0.2)
+            for name, sub in sorted(subscriptions.items()):
+                print(f"notify-server: {server.websub_url(name)} <- {sub.topic}", flush=True)
+            stop = threading.Event()
+            if config.callback_base is not None:
+                threading.Thread(target=server.run_subscriber, args=(stop,), daemon=True).start()
+            try:
+                with contextlib.suppress(KeyboardInterrupt):
+                    server.serve_forever(poll_interval=0.2)
+            finally:
+                stop.set()
     finally:
         store.close()
     return 0

@@ -221,8 +221,17 @@ class FreshScheduler(BaseScheduler):
             return False
         if state.next_due <= now:
             return True
-        fetched_in_run = state.last_crawl is not None and state.last_crawl >= self._opened_at
-        return state.next_due <= self._due_by(now) and not fetched_in_run
+        if state.next_due > self._due_by(now):
+            return False
+        return self._may_take_early(state, now)
+
+    def _may_take_early(self, state: PageState, now: float) -> bool:
+        """A record due within the lookahead is taken now unless this run fetched it
+        already, or its due time waits for an announced update still to come (fetched
+        before it, the copy would be stale at once: Xu et al.'s slot rule)."""
+        if state.last_crawl is not None and state.last_crawl >= self._opened_at:
+            return False
+        return not any(now < t <= state.next_due for t, _ in state.future_updates)
 
     def close(self, reason: str) -> None:
         if self._closed:
@@ -518,6 +527,8 @@ class FreshScheduler(BaseScheduler):
         store = self.runtime.store
         total = len(store)
         due = store.due(self._due_by(now), total) if total else []
+        if self._lookahead:
+            due = [s for s in due if s.next_due <= now or self._may_take_early(s, now)]
         scored = [
             (priority_score(s, now, self.runtime.score_params), i, s) for i, s in enumerate(due)
         ]

@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # imported where used, so that a broken module fails its test
     from scrapy_fresh.frontier.revisit import Outcome
     from scrapy_fresh.runtime import FreshRuntime
     from scrapy_fresh.scheduler import FreshScheduler
-    from scrapy_fresh.store.base import PageState, Provider
+    from scrapy_fresh.store.base import PageState, Provider, SiteState
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -255,6 +255,7 @@ def harness() -> Iterator[Callable[..., Harness]]:
         settings: dict[str, Any] | None = None,
         spider: type[Spider] = HarnessSpider,
         records: list[PageState] | None = None,
+        sites: list[SiteState] | None = None,
     ) -> Harness:
         from scrapy_fresh.runtime import FreshRuntime
         from scrapy_fresh.scheduler import FreshScheduler
@@ -267,6 +268,8 @@ def harness() -> Iterator[Callable[..., Harness]]:
         runtime.clock = lambda: clock[0]
         if records:
             runtime.store.put_many(records)
+        for site in sites or []:
+            runtime.store.put_site(site)
         scheduler = FreshScheduler.from_crawler(crawler)
         scheduler.open(crawler.spider)
         made.append(h := Harness(scheduler, runtime, clock, crawler))

@@ -33,5 +33,5 @@ def test_lookahead_is_half_the_period_and_zero_before_it_is_known() -> None:
 
 @pytest.mark.parametrize(("previous", "gap"), [(None, 0.0), (None, -1.0), (0.0, 10.0)])
 def test_bad_values_are_refused_by_name(previous: float | None, gap: float) -> None:
-    with pytest.raises(ValueError, match="gap_secs|previous"):
+    with pytest.raises(ValueError, match=r"gap_secs|previous"):
         next_period(previous, gap)

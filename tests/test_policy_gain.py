@@ -21,8 +21,10 @@ from scrapy_fresh.policy.gain import (
     rate_floor,
     recent_rate,
     recent_rate_unchecked,
+    recent_window_secs,
 )
 from scrapy_fresh.policy.metrics import poisson_freshness
+from scrapy_fresh.policy.refresh import SuccessCounter, decayed_visits
 from scrapy_fresh.store.base import PageState, Provider
 
 DAY = 86400.0
@@ -114,6 +116,32 @@ def test_rate_floor(rate, watched):
     assert rate_floor(rate, watched) == max(rate, 0.5 / watched)
 
 
+@given(st.integers(min_value=0, max_value=200), st.floats(min_value=0.5, max_value=1.0))
+def test_decayed_visits_is_the_success_counters_weight(visits, decay):
+    counter = SuccessCounter()
+    for _ in range(visits):
+        counter = counter.record(False, decay=decay)
+    assert decayed_visits(visits, decay) == pytest.approx(counter.visits, abs=1e-9)
+    assert decayed_visits(visits, decay) <= visits
+
+
+@given(
+    st.integers(min_value=0, max_value=10_000),
+    st.floats(min_value=0.5, max_value=1.0),
+    st.floats(min_value=1.0, max_value=1e7),
+    st.floats(min_value=1.0, max_value=1e10),
+)
+def test_recent_window_covers_the_decayed_visits_within_the_time_watched(
+    visits, decay, interval, watched
+):
+    covered = recent_window_secs(visits, decay, interval, watched)
+    assert 0.0 < covered <= watched
+    if visits:
+        assert covered == pytest.approx(min(watched, decayed_visits(visits, decay) * interval))
+    else:
+        assert covered == watched
+
+
 @pytest.mark.parametrize(
     ("call", "match"),
     [
@@ -124,6 +152,10 @@ def test_rate_floor(rate, watched):
         (lambda: recent_rate(0.5, -1, 0.9, 1.0), "visits"),
         (lambda: recent_rate(0.5, 1, 0.9, 0.0), "interval_secs"),
         (lambda: rate_floor(0.0, 0.0), "watched_secs"),
+        (lambda: recent_window_secs(-1, 0.9, 1.0, 1.0), "visits"),
+        (lambda: recent_window_secs(1, 0.0, 1.0, 1.0), "decay"),
+        (lambda: recent_window_secs(1, 0.9, 0.0, 1.0), "interval_secs"),
+        (lambda: recent_window_secs(1, 0.9, 1.0, -1.0), "watched_secs"),
     ],
 )
 def test_bad_arguments_name_themselves(call, match):
@@ -151,12 +183,38 @@ def _record(key, p_c, *, visits=20, age=DAY, provider=Provider.NORMAL, **extra):
 NOW = 40 * DAY
 
 
-def test_gain_score_is_the_gain_of_the_records_rate():
-    state = _record("a", 0.4)
+@pytest.mark.parametrize("p_c", [0.4, 0.0])
+def test_gain_score_is_the_gain_of_the_records_rate(p_c):
+    state = _record("a", p_c)
     horizon = NOW / state.visits
-    rate = rate_floor(recent_rate(0.4, 20, ScoreParams().decay, horizon), NOW)
+    decay = ScoreParams().decay
+    covered = recent_window_secs(20, decay, horizon, NOW)
+    rate = rate_floor(recent_rate(p_c, 20, decay, horizon), covered)
     assert gain_score(state, NOW) == pytest.approx(fetch_gain(rate, DAY, horizon))
     assert priority_score(state, NOW) == gain_score(state, NOW)
+
+
+def test_a_quiet_pages_score_does_not_fade_with_the_length_of_its_quiet_past():
+    # Two pages quiet at every visit, both visited every 10 days and last 30 days ago:
+    # one watched for 3 years, one for 20. Their decayed counts rest on the same
+    # ~15 visits, so a fetch is worth as much for both. (With the floor spread over
+    # the whole time watched, the 20-year page scored 20x lower and waited months for
+    # the burst that ends its dormancy; peps, docs/topics/simulator.rst.)
+    def quiet(key, years):
+        watched = years * 365 * DAY
+        return PageState(
+            key,
+            f"http://a.example/{key}",
+            first_seen=0.0,
+            last_crawl=watched - 30 * DAY,
+            visits=round(watched / (10 * DAY)),
+            p_c=0.0,
+        )
+
+    young, old = quiet("y", 3), quiet("o", 20)
+    assert gain_score(old, 20 * 365 * DAY) == pytest.approx(
+        gain_score(young, 3 * 365 * DAY), rel=0.01
+    )
 
 
 def test_gain_score_weighs_popularity_and_grows_with_age():

@@ -351,3 +351,40 @@ def test_discovered_sitemaps_wait_while_the_provider_middleware_is_off(harness, 
     assert state.status.value == "idle"
     assert state.next_due > h.clock[0]  # blocked: looked at again later
     assert h.stat("fresh/blocked") == 1
+
+
+def test_cycle_lookahead_takes_records_due_soon_but_not_before_an_announced_update(harness, known):
+    now = 1_000_000.0  # the harness clock
+    soon = known("http://a.example/soon", last_crawl=now - 86400, next_due=now + 2 * 3600)
+    later = known("http://a.example/later", last_crawl=now - 86400, next_due=now + 4 * 3600)
+    waits = known("http://a.example/waits", last_crawl=now - 86400, next_due=now + 3600)
+    waits.future_updates = [(now + 1800, 1.0)]  # due at the slot after an announced update
+    h = harness({"FRESH_CYCLE_LOOKAHEAD_SECS": 3 * 3600}, records=[soon, later, waits])
+    assert h.clock[0] == now
+    assert [r.url for r in h.drain()] == [soon.url]
+
+
+def test_cycle_lookahead_is_half_the_measured_time_between_runs(harness, known):
+    from scrapy_fresh.scheduler import RUN_SITE
+    from scrapy_fresh.store.base import SiteState
+
+    now = 1_000_000.0
+    records = [
+        known("http://a.example/in", last_crawl=now - 86400, next_due=now + 2 * 3600),
+        known("http://a.example/out", last_crawl=now - 86400, next_due=now + 4 * 3600),
+    ]
+    # The first run of a store knows no period: no lookahead; it notes its start.
+    first = harness(records=records)
+    assert first.drain() == []
+    run = first.runtime.store.get_site(RUN_SITE)
+    assert run is not None
+    assert run.updated_at == now
+    assert run.refresh_secs is None
+    # Runs 6 hours apart: the next one looks 3 hours ahead.
+    previous = SiteState(RUN_SITE, refresh_secs=6 * 3600, updated_at=now - 6 * 3600)
+    second = harness(records=records, sites=[previous])
+    assert [r.url for r in second.drain()] == ["http://a.example/in"]
+    run = second.runtime.store.get_site(RUN_SITE)
+    assert run is not None
+    assert run.refresh_secs == pytest.approx(6 * 3600)
+    assert run.updated_at == now

@@ -33,6 +33,7 @@ from scrapy_fresh.policy.refresh import (
     DEFAULT_DECAY,
     SuccessCounter,
     cold_start,
+    decayed_visits,
 )
 from scrapy_fresh.store.base import PageState, SiteState, Status
 
@@ -76,7 +77,7 @@ class RevisitPolicy:
 
 
 def _counter(visits: int, p_c: float, decay: float) -> SuccessCounter:
-    weight = float(visits) if decay >= 1.0 else (1.0 - decay**visits) / (1.0 - decay)
+    weight = decayed_visits(visits, decay)
     return SuccessCounter(weight, min(weight, max(0.0, p_c) * weight))
 
 

@@ -17,8 +17,8 @@ after Cho & Garcia-Molina), times the page's popularity: under a crawl budget th
 pages that change faster than the budget can follow score low, which Xu et al.'s
 scores, growing with the time since the last crawl alone, cannot see. Provider
 knowledge enters the same way: a known past update makes the change certain (eq. 4's
-role) and an announced one cuts the fresh time a fetch before it can buy (eq. 6's
-update time, the slot rule of Section 4.1). :func:`rank_for_budget` is how a cycle
+role) and the announced ones (eq. 6's update times and :math:`P_{update}`, the slot rule
+of Section 4.1) say how long the fetched copy stays fresh. :func:`rank_for_budget` is how a cycle
 spends its budget with these scores (``FreshScheduler`` and the simulator share it).
 """
 
@@ -28,7 +28,12 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from scrapy_fresh.policy.gain import gain_unchecked, known_gain, recent_rate_unchecked
+from scrapy_fresh.policy.gain import (
+    announced_unchecked,
+    gain_unchecked,
+    known_gain,
+    recent_rate_unchecked,
+)
 from scrapy_fresh.policy.priority import (
     DEFAULT_ALPHA,
     DEFAULT_BETA,
@@ -40,7 +45,7 @@ from scrapy_fresh.policy.priority import (
     spread_accesses,
     unified_score,
 )
-from scrapy_fresh.policy.refresh import DEFAULT_DECAY
+from scrapy_fresh.policy.refresh import DEFAULT_DECAY, decayed_visits
 from scrapy_fresh.store.base import PageState, Provider
 
 __all__ = ["SCORE_RULES", "ScoreParams", "gain_score", "priority_score", "rank_for_budget"]
@@ -68,12 +73,24 @@ class ScoreParams:
     decay: float = DEFAULT_DECAY
     #: A cycle with budget left also takes records not due yet, best score first.
     fill: bool = True
+    #: Super providers announce their changes this long ahead (seconds): a super
+    #: record's announcements are complete up to ``now`` plus this, and were so since its
+    #: last crawl (0: only up to its latest announced time).
+    #: See :func:`~scrapy_fresh.policy.gain.announced_fresh_secs`.
+    announce_secs: float = 0.0
+    #: The share of their changes super providers announce, for a record that holds no
+    #: announcement (else the mean :math:`P_{update}` of those it holds).
+    announce_share: float = 0.0
 
     def __post_init__(self) -> None:
         if self.rule not in SCORE_RULES:
             raise ValueError(f"rule ({self.rule!r}) must be one of {', '.join(SCORE_RULES)}.")
         if not 0.0 < self.decay <= 1.0:
             raise ValueError(f"decay ({self.decay!r}) must be within (0, 1].")
+        if not self.announce_secs >= 0.0:
+            raise ValueError(f"announce_secs ({self.announce_secs!r}) must be 0 or more.")
+        if not 0.0 <= self.announce_share <= 1.0:
+            raise ValueError(f"announce_share ({self.announce_share!r}) must be within [0, 1].")
 
 
 def priority_score(state: PageState, now: float, params: ScoreParams = ScoreParams()) -> float:
@@ -121,12 +138,19 @@ def gain_score(state: PageState, now: float, params: ScoreParams = ScoreParams()
     page's own mean interval between visits (what the budget has allowed it so far: the
     fresh time a fetch buys ends at the next fetch) and :math:`\lambda` the rate of its
     recent visits (:func:`~scrapy_fresh.policy.gain.recent_rate` on the decayed p_c, at
-    least half a change over the time watched, :func:`~scrapy_fresh.policy.gain.rate_floor`).
+    least half a change over the time those decayed visits cover,
+    :func:`~scrapy_fresh.policy.gain.rate_floor` over
+    :func:`~scrapy_fresh.policy.gain.recent_window_secs`).
 
     Smart and super pages (Xu et al. Table 1) use what their provider said
     (:func:`~scrapy_fresh.policy.gain.known_gain`): a known update after the last crawl
     (or an announced one whose time has passed, with its :math:`P_{update}`) makes the
-    change certain (probable), and the next announced update bounds the fresh time.
+    change certain (probable). A super page's fresh time is the time to its next real
+    change given its announcements
+    (:func:`~scrapy_fresh.policy.gain.announced_fresh_secs`: within the known window
+    only unannounced changes surprise), and the chance it changed since the last crawl
+    comes from the same survival over the announcements that have passed
+    (:attr:`ScoreParams.announce_secs`, :attr:`ScoreParams.announce_share`).
 
     >>> from scrapy_fresh.store.base import PageState
     >>> day = 86400.0
@@ -143,30 +167,55 @@ def gain_score(state: PageState, now: float, params: ScoreParams = ScoreParams()
     watched = max(now - state.first_seen, 1.0)
     visits = state.visits
     horizon = watched / visits if visits > 0 else watched
-    # recent_rate, at least half a change over the time watched (rate_floor); the
-    # record's fields are valid, so the unchecked forms (this runs per candidate).
+    # recent_rate, at least half a change over the time its decayed counts cover
+    # (rate_floor over recent_window_secs: n mean intervals, not the whole time
+    # watched); the record's fields are valid, so the unchecked forms (this runs per
+    # candidate).
+    covered = decayed_visits(visits, params.decay) * horizon if visits > 0 else watched
     rate = max(
         recent_rate_unchecked(min(max(state.p_c, 0.0), 1.0), visits, params.decay, horizon),
-        0.5 / watched,
+        0.5 / covered,
     )
     elapsed = now - last
     weight = max(float(state.access_count), 1.0)
     if state.provider is Provider.NORMAL:
         return weight * gain_unchecked(rate, elapsed, horizon)
+    if state.provider is Provider.SUPER:
+        return weight * _super_gain(state, now, last, rate, horizon, params)
     p_changed = -math.expm1(-rate * elapsed)
     if any(t > last for t in state.past_updates):
         p_changed = 1.0
-    upcoming: tuple[float, float] | None = None
     for t, p in state.future_updates:
         if last < t <= now:
             p_changed = max(p_changed, p)
-        elif t > now and (upcoming is None or t < upcoming[0]):
-            upcoming = (t, p)
-    if upcoming is None or state.provider is not Provider.SUPER:
-        return weight * known_gain(p_changed, rate, horizon)
-    return weight * known_gain(
-        p_changed, rate, horizon, next_change_secs=upcoming[0] - now, p_next=upcoming[1]
-    )
+    return weight * known_gain(p_changed, rate, horizon)
+
+
+def _super_gain(
+    state: PageState, now: float, last: float, rate: float, horizon: float, params: ScoreParams
+) -> float:
+    """The gain of a fetch of a super record: the chance it changed since ``last``, given
+    the announced updates that have passed, times the fresh time until the next real
+    change (:func:`~scrapy_fresh.policy.gain.announced_fresh_secs`)."""
+    updates = state.future_updates  # sorted by time
+    # The share of changes its provider announces: what it says its announcements are
+    # worth (the simulator's providers announce a share P_update of their changes).
+    share = sum(p for _, p in updates) / len(updates) if updates else params.announce_share
+    ahead = [(t - now, p) for t, p in updates if t > now]
+    # Within the known window the next fetch waits for an announced change: the fetch
+    # buys fresh time up to the window's end at least, whatever the past intervals.
+    known = max(params.announce_secs, ahead[-1][0]) if ahead else params.announce_secs
+    fresh = announced_unchecked(rate, max(horizon, known), ahead, share, params.announce_secs)[1]
+    if any(t > last for t in state.past_updates):
+        return fresh  # a known change since the last crawl (eq. 4's role)
+    elapsed = now - last
+    passed = [(t - last, p) for t, p in updates if last < t <= now]
+    if params.announce_secs > 0.0:
+        known = elapsed  # announced ahead all along
+    else:
+        known = min(elapsed, max(updates[-1][0] - last, 0.0)) if updates else 0.0
+    unchanged = announced_unchecked(rate, elapsed, passed, share, known)[0]
+    return (1.0 - unchanged) * fresh
 
 
 def rank_for_budget(

@@ -27,9 +27,10 @@ allows, the same threshold :math:`\mu` for every page, as in the Lagrange condit
 
 The rate comes from the page's own visits (:func:`recent_rate`: Cho & Garcia-Molina's
 improved estimator over decayed counts, so a page that slows down or wakes up is
-followed within a few visits) and never goes below half a change over what was watched
-(:func:`rate_floor`, the +0.5 of the same estimator), so that a page that has not changed
-yet is still fetched, ever more rarely.
+followed within a few visits) and never goes below half a change over the time those
+decayed counts cover (:func:`rate_floor`, the +0.5 of the same estimator): a page quiet
+for years keeps the rate its last dozen quiet visits allow, not one its whole quiet past
+would, so it is still fetched, at an interval that stops growing.
 
 Pure: standard library only, no clock (``now`` is never read; times are arguments).
 """
@@ -37,11 +38,16 @@ Pure: standard library only, no clock (``now`` is never read; times are argument
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 from scrapy_fresh.exceptions import ConfigError
 from scrapy_fresh.policy._validate import check_non_negative, check_positive, check_probability
+from scrapy_fresh.policy.refresh import decayed_visits
 
 __all__ = [
+    "announced_fresh_secs",
+    "announced_survival",
+    "announced_unchecked",
     "change_probability",
     "expected_fresh_secs",
     "fetch_gain",
@@ -50,6 +56,7 @@ __all__ = [
     "rate_floor",
     "recent_rate",
     "recent_rate_unchecked",
+    "recent_window_secs",
 ]
 
 
@@ -168,6 +175,149 @@ def known_gain(
     return p * (q * cut + (1.0 - q) * full)
 
 
+def announced_fresh_secs(
+    rate: float,
+    horizon_secs: float,
+    announced: Iterable[tuple[float, float]] = (),
+    coverage: float = 0.0,
+    known_secs: float = 0.0,
+) -> float:
+    r"""Return the expected fresh time (seconds, up to ``horizon_secs``) of a copy fetched
+    now from a provider that announces its changes ahead.
+
+    Xu et al. (seed ``xu-content-provider-friendly-crawler``): a super provider publishes
+    its future updates, each with the probability :math:`P_{update}` that it happens
+    (eq. 6-7), and the crawler takes "the first available crawling slot after the future
+    update time" (Section 4.1), so a fetch buys the time until the next real change. The
+    ``announced`` updates are ``(d_i, p_i)``: ``d_i`` seconds from now, real with
+    probability :math:`p_i`; the announcements are known ``known_secs`` ahead (at least up
+    to the latest one, :math:`W`); ``coverage`` :math:`c` is the share of the page's
+    changes its provider announces. Within :math:`W` only the unannounced changes can
+    come unexpectedly, a Poisson process of rate :math:`(1 - c)\lambda`; beyond it nothing
+    is known and changes come at the page's full rate :math:`\lambda` (Cho &
+    Garcia-Molina, SIGMOD 2000, Section 2). The copy is still fresh at :math:`t` with
+    probability (:func:`announced_survival`)
+
+    .. math::
+
+        S(t) = e^{-(1 - c)\lambda \min(t, W)} \prod_{d_i \le t} (1 - p_i)
+            \; e^{-\lambda \max(0,\, t - W)}
+
+    and the result is :math:`\int_0^H S(t)\,dt` with :math:`H` = ``horizon_secs`` (the
+    next fetch takes over then).
+
+    With every change announced exactly (:math:`c = p_i = 1`) it is the time to the next
+    announced change, or :math:`W + (1 - e^{-\lambda(H - W)})/\lambda` with none: a fast
+    page known to be quiet for 20 hours is worth 20 hours, not about :math:`1/\lambda`.
+    With :math:`c = 0` and nothing announced it is Cho & Garcia-Molina's
+    :math:`(1 - e^{-\lambda H})/\lambda` (:func:`expected_fresh_secs`), and with
+    :math:`c = 0` and one announcement, the fresh time of :func:`known_gain`.
+
+    >>> hour = 3600.0
+    >>> announced_fresh_secs(1 / hour, 48 * hour, [(20 * hour, 1.0)], 1.0) / hour
+    20.0
+    >>> round(announced_fresh_secs(1 / hour, 48 * hour) / hour, 6)  # Cho: 1/lambda
+    1.0
+    >>> announced_fresh_secs(0.0, 10.0, [(4.0, 0.5)], 0.5, 8.0)  # 4 + 0.5 * 6
+    7.0
+    """
+    lam, h, c, known, points = _check_announced(
+        rate, horizon_secs, announced, coverage, known_secs
+    )
+    return announced_unchecked(lam, h, points, c, known)[1]
+
+
+def announced_survival(
+    rate: float,
+    secs: float,
+    announced: Iterable[tuple[float, float]] = (),
+    coverage: float = 0.0,
+    known_secs: float = 0.0,
+) -> float:
+    r"""Return :math:`S(t)` of :func:`announced_fresh_secs` at ``secs``: the chance that no
+    change comes within ``secs``.
+
+    Looking back it is the chance that a page is still unchanged ``secs`` after its last
+    fetch, given the announced updates that have passed since (Xu et al.'s
+    :math:`P_{update}`, eq. 6): one minus it is the :math:`p_{changed}` of
+    :func:`known_gain`. With :math:`c = 0` and nothing announced it is :math:`e^{-\lambda
+    t}` (:func:`change_probability`).
+
+    >>> announced_survival(1e-3, 100.0, [(50.0, 1.0)], 1.0)
+    0.0
+    >>> announced_survival(1e-3, 100.0, [(50.0, 0.5)], 1.0, known_secs=100.0)
+    0.5
+    >>> round(announced_survival(1e-3, 100.0, [(50.0, 0.5)], 1.0), 4)  # unknown after 50 s
+    0.4756
+    >>> round(announced_survival(1e-3, 100.0), 6) == round(math.exp(-0.1), 6)
+    True
+    """
+    lam, t, c, known, points = _check_announced(rate, secs, announced, coverage, known_secs)
+    return announced_unchecked(lam, t, points, c, known)[0]
+
+
+def _check_announced(
+    rate: float,
+    secs: float,
+    announced: Iterable[tuple[float, float]],
+    coverage: float,
+    known_secs: float,
+) -> tuple[float, float, float, float, list[tuple[float, float]]]:
+    points = sorted(
+        (check_non_negative("announced time", d), check_probability("announced probability", p))
+        for d, p in announced
+    )
+    return (
+        check_non_negative("rate", rate),
+        check_non_negative("secs", secs),
+        check_probability("coverage", coverage),
+        check_non_negative("known_secs", known_secs),
+        points,
+    )
+
+
+def announced_unchecked(
+    rate: float,
+    secs: float,
+    points: list[tuple[float, float]],
+    coverage: float,
+    known_secs: float,
+) -> tuple[float, float]:
+    """:func:`announced_survival` and :func:`announced_fresh_secs` at once, for valid
+    arguments with ``points`` sorted (no checks: the scheduler scores every candidate
+    super record of a cycle with it).
+
+    >>> announced_unchecked(0.0, 10.0, [(4.0, 0.5)], 0.5, 8.0)
+    (0.5, 7.0)
+    """
+    known = max(known_secs, points[-1][0]) if points else known_secs
+    inside = (1.0 - coverage) * rate  # the changes nobody announced
+    total, alive, t = 0.0, 1.0, 0.0
+    for d, p in points:
+        if d > secs:
+            break
+        total += alive * _fresh_for(inside, d - t)
+        alive *= math.exp(-inside * (d - t)) * (1.0 - p)
+        t = d
+        if alive <= 0.0:
+            return 0.0, total
+    end = min(known, secs)
+    if end > t:
+        total += alive * _fresh_for(inside, end - t)
+        alive *= math.exp(-inside * (end - t))
+        t = end
+    if secs > t:
+        total += alive * _fresh_for(rate, secs - t)
+        alive *= math.exp(-rate * (secs - t))
+    return alive, total
+
+
+def _fresh_for(rate: float, secs: float) -> float:
+    r""":math:`\int_0^x e^{-rt}\,dt` (no checks)."""
+    x = rate * secs
+    return secs * (1.0 - x / 2.0) if x < 1e-9 else -math.expm1(-x) / rate
+
+
 def recent_rate(p_c: float, visits: int, decay: float, interval_secs: float) -> float:
     r"""Return a change rate (per second) from the decayed degree of success.
 
@@ -204,8 +354,7 @@ def recent_rate_unchecked(p_c: float, visits: int, decay: float, interval_secs: 
     """
     if visits <= 0:
         return 0.0
-    d = decay
-    n = float(visits) if d >= 1.0 else -math.expm1(visits * math.log(d)) / (1.0 - d)
+    n = decayed_visits(visits, decay)
     return max(0.0, -math.log((n * (1.0 - p_c) + 0.5) / (n + 0.5))) / interval_secs
 
 
@@ -214,7 +363,10 @@ def rate_floor(rate: float, watched_secs: float) -> float:
 
     The +0.5 of Cho & Garcia-Molina's improved estimator as a prior: a page seen for
     :math:`T` seconds without a change is taken to change at :math:`0.5/T`, so it keeps a
-    gain that grows with its age and is fetched ever more rarely, never never.
+    gain that grows with its age and is fetched, never never. For :func:`recent_rate`,
+    :math:`T` is the time its decayed counts cover (:func:`recent_window_secs`), not the
+    page's whole past: the estimate rests on about :math:`1/(1 - d)` visits, and so does
+    what it may conclude from their silence.
 
     >>> rate_floor(0.0, 86400.0) * 86400.0
     0.5
@@ -224,3 +376,36 @@ def rate_floor(rate: float, watched_secs: float) -> float:
     lam = check_non_negative("rate", rate)
     watched = check_positive("watched_secs", watched_secs)
     return max(lam, 0.5 / watched)
+
+
+def recent_window_secs(
+    visits: int, decay: float, interval_secs: float, watched_secs: float
+) -> float:
+    r"""Return the time :func:`recent_rate`'s decayed counts cover: :math:`n I`.
+
+    ``visits`` judged visits ``interval_secs`` apart on average, with per-visit decay
+    ``decay``, weigh as :math:`n = (1 - d^{v})/(1 - d)` visits
+    (:func:`~scrapy_fresh.policy.refresh.decayed_visits`, Sharma & Dixit's decayed degree
+    of success): the estimate rests on the last :math:`n I` seconds, at most the
+    ``watched_secs`` the page was watched (all of it before any judged visit). The time
+    :func:`rate_floor` spreads its half change over.
+
+    A page watched for 20 years, visited every 10 days: its decayed counts cover about
+    149 days, and a quiet page's rate floor is half a change over those, not over 20 years.
+
+    >>> day = 86400.0
+    >>> round(recent_window_secs(730, 0.5 ** 0.1, 10 * day, 7300 * day) / day)
+    149
+    >>> recent_window_secs(0, 0.9, 10 * day, 3 * day) / day
+    3.0
+    """
+    if isinstance(visits, bool) or not isinstance(visits, int) or visits < 0:
+        raise ConfigError(f"visits ({visits!r}) must be an int, 0 or more.")
+    d = check_probability("decay", decay)
+    if d == 0.0:
+        raise ConfigError(f"decay ({decay!r}) must be within (0, 1].")
+    interval = check_positive("interval_secs", interval_secs)
+    watched = check_positive("watched_secs", watched_secs)
+    if visits == 0:
+        return watched
+    return min(watched, decayed_visits(visits, d) * interval)

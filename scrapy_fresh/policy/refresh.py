@@ -25,6 +25,7 @@ Everything here is pure: no clock, no I/O, standard library only.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -49,6 +50,7 @@ __all__ = [
     "cold_start",
     "decay_for_half_life",
     "decayed_success",
+    "decayed_visits",
     "degree_of_success",
     "next_refresh_time",
     "refresh_delta",
@@ -211,6 +213,26 @@ def degree_of_success(changes: float, visits: float) -> float:
     if x > n:
         raise ConfigError(f"changes ({changes!r}) must not exceed visits ({visits!r}).")
     return x / n if n > 0 else 0.0
+
+
+def decayed_visits(visits: int, decay: float) -> float:
+    r"""Return the decayed count of ``visits`` visits: :math:`n = (1 - d^{v})/(1 - d)`.
+
+    The weight :class:`SuccessCounter` holds after ``visits`` visits with per-visit decay
+    ``decay`` (each visit weighs 1, times ``decay`` per later visit): the number of
+    visits the decayed degree of success (seed ``sharma-dixit-self-adjusting-refresh-time``,
+    Section III) still rests on. ``visits`` itself when ``decay`` is 1; it tends to
+    :math:`1/(1 - d)` (about 14.9 visits with the default half-life of 10) as visits
+    accumulate. No checks: ``visits`` is an int 0 or more, ``decay`` within (0, 1].
+
+    >>> decayed_visits(10, 1.0), decayed_visits(1, 0.5), decayed_visits(0, 0.9)
+    (10.0, 1.0, 0.0)
+    >>> round(decayed_visits(10_000, DEFAULT_DECAY), 2)
+    14.93
+    """
+    if decay >= 1.0:
+        return float(visits)
+    return -math.expm1(visits * math.log(decay)) / (1.0 - decay)
 
 
 def decay_for_half_life(visits: float) -> float:

@@ -59,6 +59,11 @@ def add_announced(state: PageState, updates: Iterable[tuple[float, float]], now:
     """Add announced updates later than ``now``; an instant already announced keeps the
     higher probability. Return how many instants were new.
 
+    At most :data:`~scrapy_fresh.store.base.MAX_FUTURE_UPDATES` are kept: first the
+    oldest of those that have passed (kept until the next visit, to say the page
+    changed) make room, then the latest upcoming ones go, so a page left unvisited
+    still hears of its next updates.
+
     >>> s = PageState("k", "u")
     >>> add_announced(s, [(50.0, 0.5), (50.0, 0.8), (5.0, 1.0)], now=10.0), s.future_updates
     (1, [(50.0, 0.8)])
@@ -77,8 +82,12 @@ def add_announced(state: PageState, updates: Iterable[tuple[float, float]], now:
         if known is None or p > known:
             merged[t] = float(p)
             moved = True
-    if moved:  # the soonest MAX_FUTURE_UPDATES, as PageState.add_future_update keeps
-        state.future_updates = sorted(merged.items())[:MAX_FUTURE_UPDATES]
+    if moved:  # the soonest MAX_FUTURE_UPDATES, as PageState.add_future_update keeps,
+        # once the oldest passed ones (not visited yet) make room for upcoming ones
+        ordered = sorted(merged.items())
+        passed = sum(1 for t, _ in ordered if t <= now)
+        drop = min(passed, max(0, len(ordered) - MAX_FUTURE_UPDATES))
+        state.future_updates = ordered[drop:][:MAX_FUTURE_UPDATES]
     return new
 
 

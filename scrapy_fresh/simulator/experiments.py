@@ -9,7 +9,8 @@
 * Cho & Garcia-Molina's five-page example: rates 1..5 changes a day, 5 fetches a day; the
   optimal allocation and its closed-form freshness, and the replay of a Poisson trace of
   those pages under uniform, proportional and Cho-optimal fetching.
-* Freshness against budget for every policy.
+* Freshness against budget for every policy, with ``fresh`` on super providers and
+  the per-cycle bound (:func:`~scrapy_fresh.simulator.bounds.cycle_bound`) beside them.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from typing import Any
 
 from scrapy_fresh.policy.allocation import cho_optimal, proportional, uniform
 from scrapy_fresh.policy.metrics import poisson_freshness
-from scrapy_fresh.simulator.engine import SimConfig, run
+from scrapy_fresh.simulator.bounds import cycle_bound
+from scrapy_fresh.simulator.engine import SimConfig, build_context, run
 from scrapy_fresh.simulator.policies import POLICY_NAMES
 from scrapy_fresh.simulator.providers import ProviderMix
 from scrapy_fresh.simulator.trace import Trace, poisson_trace
@@ -226,20 +228,48 @@ def cho_example(days: float = 365.0, seed: int = 0) -> Experiment:
 
 
 def budget_curves(
-    trace: Trace, base: SimConfig, budgets: Sequence[float], policies: Sequence[str] = POLICY_NAMES
+    trace: Trace,
+    base: SimConfig,
+    budgets: Sequence[float],
+    policies: Sequence[str] = POLICY_NAMES,
+    *,
+    references: bool = True,
 ) -> Experiment:
+    """Freshness of every policy at every budget, normal providers. With
+    ``references``, two more rows: ``fresh`` with every page a super provider of
+    precision 1 (Xu et al.'s best case) and :func:`~scrapy_fresh.simulator.bounds.cycle_bound`,
+    the bound of the policies that fetch at the replay's slots (``clairvoyant`` ignores
+    the per-cycle capacity)."""
     rows = []
     series: dict[str, list[tuple[float, float]]] = {}
-    for policy in policies:
-        row: Row = {"policy": policy}
+
+    def add(name: str, score: Callable[[SimConfig], float]) -> None:
+        row: Row = {"policy": name}
         for b in budgets:
-            value = run(trace, policy, replace(base, budget=b)).as_dict()["freshness"]
+            value = score(replace(base, budget=b))
             row[f"{b:g}/day"] = value
-            series.setdefault(policy, []).append((b, value))
+            series.setdefault(name, []).append((b, value))
         rows.append(row)
+
+    def freshness(
+        policy: str, providers: ProviderMix | None = None
+    ) -> Callable[[SimConfig], float]:
+        def score(config: SimConfig) -> float:
+            if providers is not None:
+                config = replace(config, providers=providers)
+            return float(run(trace, policy, config).as_dict()["freshness"])
+
+        return score
+
+    for policy in policies:
+        add(policy, freshness(policy))
+    if references:
+        add("fresh, all super (p=1)", freshness("fresh", ProviderMix(super_share=1.0)))
+        add("cycle bound", lambda c: cycle_bound(build_context(trace, c)))
     return Experiment(
         "budget",
-        "Freshness against budget (fetches per page per day), normal providers",
+        "Freshness against budget (fetches per page per day), normal providers"
+        + (" (and the references)" if references else ""),
         rows,
         ["policy", *[f"{b:g}/day" for b in budgets]],
         series,

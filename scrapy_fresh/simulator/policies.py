@@ -354,6 +354,13 @@ class Fresh(_Records):
         super().__init__(ctx)
         # The scores' rate uses the refresh rule's p_c decay (as FreshRuntime does).
         self.params = replace(ctx.config.score, decay=self.revisit.decay)
+        if any(lv is Level.SUPER for lv in ctx.levels):
+            # The crawler knows what its super providers promise: every change they
+            # announce, announced horizon_secs ahead, a share `precision` of them.
+            mix = ctx.config.providers
+            self.params = replace(
+                self.params, announce_secs=mix.horizon_secs, announce_share=mix.precision
+            )
         self._pruning = (
             self.prune
             and self.params.rule == "gain"

@@ -10,7 +10,8 @@ every row:
 * ``hand``: honest publishers, each page's level fixed by hand (``meta["fresh_provider"]``);
 * ``auto``: honest publishers, levels autodetected (:setting:`FRESH_PROVIDER_AUTODETECT`);
 * ``liars, no trust``: a share of the hosts lie (``--liar-share``, 0.3), autodetected,
-  every claim believed (``FRESH_TRUST = False``);
+  every claim believed (``FRESH_TRUST = False``); a lying sitemap stamps every page with
+  the time it is read (``--lie-stamp now``) or with today's date (``day``);
 * ``liars, trust``: the same with trust (the defaults);
 * ``liars ignored``: the lying hosts say nothing at all: their pages are normal from the
   start. What perfect lie detection would give: the bound for ``liars, trust``.
@@ -25,10 +26,20 @@ days), its last ``--rss-days`` (61, as Xu et al.'s two months), hourly crawl cyc
 pages; a liar restamps every page at every read, so hourly reads over years would take
 hours).
 
+With ``--seeds`` (``0-4`` or ``0,3,7``) only the rows the trust goal needs run (``auto``,
+``liars, trust``, ``liars ignored``), once per seed: the seed draws the levels, the
+announcements and which hosts lie, and on rss2023, where one host (YouTube) holds a
+third of the feeds, the share of *pages* that lie swings with it. The output is a
+per-seed table with that share, then the mean, min and max over the seeds of ``trust /
+auto`` and ``ignored / auto`` per budget, and the seeds where even perfect detection
+(``liars ignored``) is below 0.95x ``auto``.
+
 Usage::
 
     python bench/provider_signals.py                      # both traces (about 20 min)
     python bench/provider_signals.py --traces rss2023 --budgets 1
+    python bench/provider_signals.py --seeds 0-5          # the distribution (about 1 h)
+    python bench/provider_signals.py --traces rss2023 --budgets 1 --lie-stamp day
 
 Prints markdown tables and PASS/MISS lines on stdout.
 """
@@ -44,6 +55,7 @@ from pathlib import Path
 
 from scrapy_fresh.simulator import ProviderMix, SimConfig, load_trace, run
 from scrapy_fresh.simulator.engine import Context, Result
+from scrapy_fresh.simulator.publishers import LIE_STAMPS
 from scrapy_fresh.simulator.signalled import SignalledFresh
 from scrapy_fresh.simulator.trace import DAY, Trace
 
@@ -52,6 +64,12 @@ TRACES = Path(__file__).resolve().parents[2] / "shared" / "data" / "traces"
 
 class LiarsIgnored(SignalledFresh):
     """The lying hosts' documents are never read: perfect lie detection."""
+
+
+class DayStamped(SignalledFresh):
+    """Lying sitemaps stamp today's date (midnight UTC) rather than the read time."""
+
+    lie_stamp = "day"
 
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
@@ -77,8 +95,16 @@ ROWS = (
 )
 
 
+SEED_ROWS = tuple(r for r in ROWS if r.name in ("auto", "liars, trust", "liars ignored"))
+
+
 def replay(
-    trace: Trace, row: Row, budget: float, step: float, args: argparse.Namespace
+    trace: Trace,
+    row: Row,
+    budget: float,
+    step: float,
+    args: argparse.Namespace,
+    seed: int | None = None,
 ) -> tuple[Result, object]:
     shares = (
         {}
@@ -94,14 +120,23 @@ def replay(
         }
     )
     config = SimConfig(
-        budget=budget, step_secs=step, seed=args.seed, providers=ProviderMix(**shares)
+        budget=budget,
+        step_secs=step,
+        seed=args.seed if seed is None else seed,
+        providers=ProviderMix(**shares),
     )
     seen: dict[str, object] = {}
 
     def factory(ctx: Context) -> SignalledFresh | object:
         from scrapy_fresh.simulator.policies import POLICIES
 
-        policy = LiarsIgnored(ctx) if row.ignore_liars else POLICIES["fresh"](ctx)
+        policy: object
+        if row.ignore_liars:
+            policy = LiarsIgnored(ctx)
+        elif row.signals != "off" and args.lie_stamp == "day":
+            policy = DayStamped(ctx)
+        else:
+            policy = POLICIES["fresh"](ctx)
         seen["policy"] = policy
         return policy
 
@@ -178,6 +213,135 @@ def measure_trace(
     return ok
 
 
+def parse_seeds(text: str) -> list[int]:
+    """``"0-4"`` or ``"0,3,7"`` (or both, ``"0-2,9"``) as a list of seeds.
+
+    >>> parse_seeds("0-2,9")
+    [0, 1, 2, 9]
+    """
+    seeds: list[int] = []
+    for part in text.split(","):
+        first, dash, last = part.strip().partition("-")
+        try:
+            seeds += list(range(int(first), int(last) + 1)) if dash else [int(first)]
+        except ValueError:
+            raise SystemExit(
+                f"--seeds: {part!r} is not a seed or a range like 0-4 (expected e.g. 0-4 or 0,3,7)"
+            ) from None
+    if not seeds:
+        raise SystemExit("--seeds: no seed given (expected e.g. 0-4 or 0,3,7)")
+    return seeds
+
+
+def _spread(values: list[float]) -> str:
+    return f"{sum(values) / len(values):.3f} ({min(values):.3f}-{max(values):.3f})"
+
+
+def measure_seeds(
+    label: str,
+    trace: Trace,
+    budgets: list[float],
+    step: float,
+    seeds: list[int],
+    args: argparse.Namespace,
+) -> bool:
+    """The trust goal over ``seeds`` (see the module): per-seed rows, then the spread."""
+    print(
+        f"## {label}: {len(trace)} pages, {trace.n_changes} changes, "
+        f"{trace.span / DAY:.0f} days, crawl cycle {step / 3600:g} h, seeds "
+        f"{','.join(map(str, seeds))}\n"
+    )
+    columns = (
+        "seed",
+        "lying hosts",
+        "lying pages",
+        "budget",
+        "auto",
+        "liars, trust",
+        "liars ignored",
+        "trust / auto",
+        "ignored / auto",
+        "trust / ignored",
+        "demoted liars",
+    )
+    lines: list[list[str]] = []
+    ratios: dict[float, list[tuple[int, float, float]]] = {b: [] for b in budgets}
+    shares: list[float] = []
+    for seed in seeds:
+        for budget in budgets:
+            got: dict[str, float] = {}
+            demoted = lying = ""
+            share = 0.0
+            for row in SEED_ROWS:
+                began = time.perf_counter()
+                result, policy = replay(trace, row, budget, step, args, seed)
+                got[row.name] = result.metrics.freshness
+                if isinstance(policy, SignalledFresh) and row.name == "liars, trust":
+                    pubs = policy.publishers
+                    share = pubs.lying_pages() / len(trace)
+                    lying = f"{len(pubs.liars)}/{len(pubs.hosts)}"
+                    liars, honest = policy.demoted_hosts()
+                    demoted = f"{len(liars)}" + (f" (+{len(honest)} honest)" if honest else "")
+                print(
+                    f"  {label} seed {seed} budget {budget:g} {row.name}: "
+                    f"{got[row.name]:.3f} ({time.perf_counter() - began:.0f} s)",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            if budget == budgets[0]:
+                shares.append(share)
+            auto, trusted, bound = got["auto"], got["liars, trust"], got["liars ignored"]
+            ratios[budget].append((seed, trusted / auto, bound / auto))
+            lines.append(
+                [
+                    str(seed),
+                    lying,
+                    f"{share:.0%}",
+                    f"{budget:g}",
+                    f"{auto:.3f}",
+                    f"{trusted:.3f}",
+                    f"{bound:.3f}",
+                    f"{trusted / auto:.3f}",
+                    f"{bound / auto:.3f}",
+                    f"{trusted / bound:.3f}",
+                    demoted,
+                ]
+            )
+    print("freshness per seed and budget\n")
+    print("| " + " | ".join(columns) + " |")
+    print("|" + "|".join("---" for _ in columns) + "|")
+    for line in lines:
+        print("| " + " | ".join(line) + " |")
+    share_mean = sum(shares) / len(shares)
+    print(
+        f"\nover {len(seeds)} seeds: mean (min-max); lying pages {share_mean:.0%} "
+        f"({min(shares):.0%}-{max(shares):.0%})\n"
+    )
+    print("| budget | trust / auto | ignored / auto | trust / ignored | seeds bound < 0.95 |")
+    print("|---|---|---|---|---|")
+    ok = True
+    for budget in budgets:
+        got_ratios = ratios[budget]
+        trusts = [t for _, t, _ in got_ratios]
+        bounds = [b for _, _, b in got_ratios]
+        of_bound = [t / b for _, t, b in got_ratios]
+        capped = [str(s) for s, _, b in got_ratios if b < 0.95]
+        print(
+            f"| {budget:g} | {_spread(trusts)} | {_spread(bounds)} | {_spread(of_bound)} | "
+            f"{', '.join(capped) or '-'} |"
+        )
+        ok &= sum(trusts) / len(trusts) >= 0.95
+    print()
+    all_trust = [t for b in budgets for _, t, _ in ratios[b]]
+    mean = sum(all_trust) / len(all_trust)
+    print(
+        f"{'PASS' if ok else 'MISS'}: {label}: liars with trust >= 0.95x all-honest on "
+        f"average over the seeds at every budget (mean of all {mean:.3f}, worst seed "
+        f"{min(all_trust):.3f})\n"
+    )
+    return ok
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--traces", default="rss2023,peps")
@@ -190,23 +354,43 @@ def main() -> int:
     parser.add_argument("--precision", type=float, default=1.0)
     parser.add_argument("--liar-share", type=float, default=0.3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--lie-stamp",
+        choices=LIE_STAMPS,
+        default="now",
+        help="what a lying sitemap stamps: the read time (now) or today's date (day)",
+    )
+    parser.add_argument(
+        "--seeds",
+        default=None,
+        help="run the trust rows once per seed (0-4, 0,3,7) and report their spread",
+    )
     args = parser.parse_args()
+    seeds = parse_seeds(args.seeds) if args.seeds else None
     print(
         f"python {platform.python_version()} on {platform.machine()}, {platform.system()}; "
         f"smart {args.smart_share:g}, super {args.super_share:g} (precision "
-        f"{args.precision:g}), liars {args.liar_share:g} of the hosts, seed {args.seed}\n"
+        f"{args.precision:g}), liars {args.liar_share:g} of the hosts "
+        f"(sitemap stamp: {args.lie_stamp}), "
+        + (f"seeds {args.seeds}\n" if seeds else f"seed {args.seed}\n")
     )
+
+    def measure(label: str, trace: Trace, budgets: list[float], step: float) -> bool:
+        if seeds:
+            return measure_seeds(label, trace, budgets, step, seeds, args)
+        return measure_trace(label, trace, budgets, step, args)
+
     traces = set(args.traces.split(","))
     if "rss2023" in traces:
         rss = load_trace(TRACES / "rss2023.csv.gz").filtered(52, 30)
         rss = rss.window(max(rss.start, rss.end - args.rss_days * DAY), rss.end)
         budgets = [float(b) for b in args.budgets.split(",")]
-        measure_trace(f"rss2023 filtered, last {args.rss_days:g} days", rss, budgets, 3600.0, args)
+        measure(f"rss2023 filtered, last {args.rss_days:g} days", rss, budgets, 3600.0)
     if "peps" in traces:
         peps = load_trace(TRACES / "peps.csv.gz")
         peps = peps.window(max(peps.start, peps.end - args.peps_years * 365 * DAY), peps.end)
         budgets = [float(b) for b in args.peps_budgets.split(",")]
-        measure_trace(f"peps, last {args.peps_years:g} years", peps, budgets, DAY, args)
+        measure(f"peps, last {args.peps_years:g} years", peps, budgets, DAY)
     return 0
 
 

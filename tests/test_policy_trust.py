@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 
 import pytest
 from hypothesis import given, settings
@@ -13,6 +14,8 @@ from scrapy_fresh.policy.trust import (
     Evidence,
     TrustParams,
     TrustRecord,
+    change_chance,
+    confirmed_share,
     observe,
     trust_score,
     weighted_probability,
@@ -21,6 +24,8 @@ from scrapy_fresh.policy.trust import (
 evidence = st.sampled_from(list(Evidence))
 weights = st.floats(min_value=0.0, max_value=1.0)
 histories = st.lists(st.tuples(evidence, weights), max_size=60)
+Step = tuple[Evidence, float, float]  # evidence, weight (claim probability), chance
+steps = st.lists(st.tuples(evidence, weights, weights), max_size=60)
 
 
 def replay(history: list[tuple[Evidence, float]], p: TrustParams | None = None) -> TrustRecord:
@@ -31,14 +36,22 @@ def replay(history: list[tuple[Evidence, float]], p: TrustParams | None = None) 
     return record
 
 
+def replay_steps(history: list[Step], p: TrustParams | None = None) -> TrustRecord:
+    p = p or TrustParams()
+    record = TrustRecord()
+    for ev, w, q in history:
+        record = observe(record, ev, p, w, q)
+    return record
+
+
 @settings(max_examples=300, deadline=None)
-@given(histories, evidence, weights)
+@given(steps, evidence, weights, weights)
 def test_score_stays_in_the_open_unit_interval_and_moves_the_right_way(
-    history: list[tuple[Evidence, float]], ev: Evidence, w: float
+    history: list[Step], ev: Evidence, w: float, q: float
 ) -> None:
     p = TrustParams(half_life=0)  # without forgetting, one observation's direction is clean
-    before = replay(history, p)
-    after = observe(before, ev, p, w)
+    before = replay_steps(history, p)
+    after = observe(before, ev, p, w, q)
     s0, s1 = trust_score(before, p), trust_score(after, p)
     assert 0 < s1 < 1
     # A weight near 0 moves the exact score by less than the rounding of (c + a) / (n + a + b):
@@ -52,20 +65,18 @@ def test_score_stays_in_the_open_unit_interval_and_moves_the_right_way(
 
 
 @settings(max_examples=200, deadline=None)
-@given(histories)
-def test_same_history_same_record(history: list[tuple[Evidence, float]]) -> None:
-    assert replay(history) == replay(history)
+@given(steps)
+def test_same_history_same_record(history: list[Step]) -> None:
+    assert replay_steps(history) == replay_steps(history)
 
 
 @settings(max_examples=200, deadline=None)
-@given(histories)
-def test_demotion_needs_a_low_score_and_enough_evidence(
-    history: list[tuple[Evidence, float]],
-) -> None:
+@given(steps)
+def test_demotion_needs_a_low_score_and_enough_evidence(history: list[Step]) -> None:
     p = TrustParams()
     record = TrustRecord()
-    for ev, w in history:
-        new = observe(record, ev, p, w)
+    for ev, w, q in history:
+        new = observe(record, ev, p, w, q)
         score = trust_score(new, p)
         if new.demoted and not record.demoted:  # a demotion happened now
             assert score < p.threshold
@@ -134,6 +145,139 @@ def test_weighted_probability_never_exceeds_the_announcement(
     assert 0.0 <= value <= prob
     if record.demoted:
         assert value == 0.0
+
+
+def test_a_change_the_page_would_have_made_anyway_confirms_less() -> None:
+    prior = trust_score(TrustRecord())
+    plain = trust_score(observe(TrustRecord(), Evidence.CONFIRMED))
+    half = trust_score(observe(TrustRecord(), Evidence.CONFIRMED, chance=0.5))
+    sure = trust_score(observe(TrustRecord(), Evidence.CONFIRMED, chance=1.0))
+    assert plain > half > prior
+    assert sure == pytest.approx(prior)  # no news: a change was certain anyway
+    # a claim with nothing changed is a plain refutation whatever the page's rate
+    assert observe(TrustRecord(), Evidence.REFUTED, chance=0.9) == observe(
+        TrustRecord(), Evidence.REFUTED
+    )
+
+
+def pattern(share: float, n: int) -> list[bool]:
+    """``n`` outcomes, a ``share`` of them True, spread evenly (deterministic)."""
+    out, credit = [], 0.0
+    for _ in range(n):
+        credit += share
+        out.append(credit >= 1.0)
+        credit -= out[-1]
+    return out
+
+
+@pytest.mark.parametrize("q", [0.5, 0.6, 0.7, 0.8])
+def test_a_claim_confirmed_only_by_the_pages_own_rate_is_demoted(q: float) -> None:
+    """A sitemap stamping "updated now" at every read, on a page that changes between two
+    visits a share q of the time: its claims tell nothing the page's rate did not.
+    Counted as plain confirmations its score would settle near q, above the threshold,
+    so the lie would be believed for ever; discounted by q it is demoted."""
+    p = TrustParams()
+    record = plain = TrustRecord()
+    for changed in pattern(q, 200):
+        ev = Evidence.CONFIRMED if changed else Evidence.REFUTED
+        record = observe(record, ev, p, chance=q)
+        plain = observe(plain, ev, p)
+    assert not plain.demoted  # (the rule without the chance)
+    assert record.demoted
+    assert trust_score(record, p) < 0.45
+
+
+@pytest.mark.parametrize("precision", [1.0, 0.8, 0.6])
+@pytest.mark.parametrize("q", [0.1, 0.5, 0.9])
+def test_an_honest_hosts_score_tends_to_its_precision_whatever_the_page_rate(
+    precision: float, q: float
+) -> None:
+    """Claims true a share ``precision`` of the time (a false one meets a change only by
+    the page's chance q): the score estimates the precision, where the plain count
+    settles at precision + (1 - precision) q, rising with the page's rate. A change that
+    was likely anyway tells little, so with q = 0.9 the score stays nearer the prior."""
+    rng = random.Random(f"{precision}-{q}")
+    p = TrustParams()
+    record = plain = TrustRecord()
+    scores, plain_scores = [], []
+    for i in range(3000):
+        changed = rng.random() < precision or rng.random() < q
+        ev = Evidence.CONFIRMED if changed else Evidence.REFUTED
+        record = observe(record, ev, p, chance=q)
+        plain = observe(plain, ev, p)
+        if i >= 1000:
+            scores.append(trust_score(record, p))
+            plain_scores.append(trust_score(plain, p))
+        assert not record.demoted
+    mean, plain_mean = sum(scores) / len(scores), sum(plain_scores) / len(plain_scores)
+    assert mean == pytest.approx(precision, abs=0.06 if q <= 0.5 else 0.13)
+    if precision < 1.0:
+        assert abs(mean - precision) < abs(plain_mean - precision)
+
+
+def test_an_announcement_that_comes_true_as_often_as_it_said_keeps_trust() -> None:
+    """A schedule announcing each update with probability 0.5 that is right half the
+    time is honest: trust stays high. Weighting refutations by the probability alone
+    (the old rule) sent it to 1/2, on the threshold."""
+    p = TrustParams()
+    record = TrustRecord()
+    for changed in pattern(0.5, 300):
+        record = observe(record, Evidence.CONFIRMED if changed else Evidence.REFUTED, p, 0.5)
+        assert not record.demoted
+    assert trust_score(record, p) > 0.8
+    # while one that says 0.9 and is right a quarter of the time loses it
+    liar = TrustRecord()
+    for changed in pattern(0.25, 300):
+        liar = observe(liar, Evidence.CONFIRMED if changed else Evidence.REFUTED, p, 0.9)
+    assert liar.demoted
+
+
+def test_confirmed_share_is_bayes_rule() -> None:
+    m, prob, q = 0.6, 0.7, 0.3
+    honest, by_chance = prob + (1 - prob) * q, q
+    assert confirmed_share(m, prob, q, True) == pytest.approx(
+        m * honest / (m * honest + (1 - m) * by_chance)
+    )
+    assert confirmed_share(m, prob, q, False) == pytest.approx(
+        m * (1 - honest) / (m * (1 - honest) + (1 - m) * (1 - by_chance))
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(min_value=0, max_value=10_000),
+    st.floats(min_value=0.0, max_value=1e9),
+    st.floats(min_value=0.0, max_value=1e9),
+    st.floats(min_value=0.0, max_value=1e9),
+)
+def test_change_chance_is_a_probability_growing_with_the_time_elapsed(
+    changes: int, watched: float, a: float, more: float
+) -> None:
+    q = change_chance(changes, watched, a)
+    assert 0.0 <= q <= 1.0
+    assert change_chance(changes, watched, a + more) >= q
+    if changes == 0 or watched == 0:  # no change seen yet: the claim's alone
+        assert q == 0.0
+
+
+def test_change_chance_refuses_negative_input() -> None:
+    with pytest.raises(ConfigError, match="elapsed_secs"):
+        change_chance(1, 10.0, -1.0)
+    with pytest.raises(ConfigError, match="chance"):
+        observe(TrustRecord(), Evidence.CONFIRMED, chance=1.5)
+
+
+@settings(max_examples=200, deadline=None)
+@given(weights, steps)
+def test_an_announcement_is_as_probable_as_the_host_is_believed(
+    prob: float, history: list[Step]
+) -> None:
+    """P_update = trust x announced probability (eq. 6's precision): a host not known
+    yet is believed at the prior, 2/3, not fully."""
+    record = replay_steps(history)
+    expected = 0.0 if record.demoted else prob * trust_score(record)
+    assert weighted_probability(prob, record) == pytest.approx(expected)
+    assert weighted_probability(0.9, TrustRecord()) == pytest.approx(0.6)
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ import pytest
 
 from scrapy_fresh.frontier.revisit import Outcome, RevisitPolicy, record_visit
 from scrapy_fresh.keys import url_key
+from scrapy_fresh.policy.trust import TrustParams
 from scrapy_fresh.providers.ledger import iter_trust
 from scrapy_fresh.providers.signals import AnnouncedUpdate, PastUpdate, Signals
 from scrapy_fresh.providers.tracker import SignalTracker
@@ -121,13 +122,16 @@ def test_an_announced_update_makes_the_page_super_and_is_confirmed_by_a_change(s
     tracker.apply(Signals(announced=[AnnouncedUpdate(URL, 5000.0, 0.8, "schedule")]), now=1000.0)
     state = store.get(state.key)
     assert state.provider is Provider.SUPER
-    assert state.future_updates == [(5000.0, 0.8)]
+    # P_update: the announced 0.8 times the trust of a host not known yet (the prior)
+    assert state.future_updates == [(5000.0, pytest.approx(0.8 * 2 / 3))]
     assert state.next_due == 5001.0  # the first slot after the announced time
     state = visit(store, tracker, state.key, 5001.0, changed=True)
     assert state.future_updates == []  # served
     assert counts["fresh/trust/confirmed"] == 1
     (record,) = [t for t in iter_trust(store) if t.kind == "schedule"]
-    assert record.record.confirmed == pytest.approx(0.8)  # weighted by its probability
+    # weighted by its probability, mostly confirmed (a change may also come by chance)
+    assert record.record.evidence == pytest.approx(0.8)
+    assert record.record.confirmed > 0.6
 
 
 def test_without_trust_nothing_is_judged_and_every_claim_is_used(store):
@@ -141,6 +145,11 @@ def test_without_trust_nothing_is_judged_and_every_claim_is_used(store):
         now += 120.0
     assert not any(name.startswith("fresh/trust/") for name in counts)
     assert {store.get(p.key).provider for p in pages} == {Provider.SMART}
+    # and announced updates are used with the probability announced (not weighed by trust)
+    tracker.apply(
+        Signals(announced=[AnnouncedUpdate(pages[0].url, now + DAY, 0.8, "schedule")]), now
+    )
+    assert store.get(pages[0].key).future_updates == [(now + DAY, 0.8)]
 
 
 def test_a_fixed_level_wins_and_autodetect_off_keeps_pages_normal(store):
@@ -176,3 +185,58 @@ def test_records_and_keys_can_live_outside_the_store(store):
     assert records.written == [state]
     assert store.get(url_key(URL)) is None  # the store holds trust only
     assert [t.kind for t in iter_trust(store)] == ["sitemap"]
+
+
+def test_a_sitemap_stamping_every_read_is_demoted_though_its_page_often_changes(store):
+    """ "Updated now" before every hourly visit, on a page that changes at two visits in
+    three: the claims are borne out two times in three, but only as often as the
+    page's own rate predicts (policy.trust.change_chance), so the host is demoted. An
+    honest sitemap on a page changing alike (a claim for each change, none otherwise)
+    keeps its trust."""
+    liar_url, honest_url = "http://liar.example/a", "http://honest.example/a"
+    pages = {}
+    for url in (liar_url, honest_url):
+        state = PageState(url_key(url), url, host=url.split("/")[2], status=Status.QUEUED)
+        record_visit(state, Outcome.NEW, 0.0, RevisitPolicy(), SiteState(state.host))
+        pages[url] = state
+    store.put_many(pages.values())
+    changes: list[tuple[str, bool]] = []
+    tracker, _ = stats_tracker(
+        store, on_trust_change=lambda host, kind, demoted, score: changes.append((host, demoted))
+    )
+    for i in range(90):
+        now = 3600.0 * (i + 1)
+        changed = i % 3 != 2
+        tracker.apply(sitemap(liar_url, now), now)  # a lie, or true by chance
+        if changed:
+            tracker.apply(sitemap(honest_url, now - 600.0), now)  # the true change time
+        for url in (liar_url, honest_url):
+            visit(store, tracker, pages[url].key, now + 60.0, changed)
+    liar, honest = (
+        tracker.ledger.record("liar.example", "sitemap"),
+        tracker.ledger.record("honest.example", "sitemap"),
+    )
+    assert liar.demoted
+    assert ("liar.example", True) in changes
+    assert tracker.ledger.score("liar.example", "sitemap") < TrustParams().threshold
+    assert not honest.demoted
+    assert tracker.ledger.score("honest.example", "sitemap") > 0.8
+    assert store.get(pages[liar_url].key).provider is Provider.NORMAL
+
+
+def test_a_page_with_no_change_seen_yet_borrows_its_hosts_rate(store):
+    """A page whose visits never found a change yet has no rate of its own: a change at
+    its first revisit, a day later, on a host whose pages change every hour, is what the
+    host's pages do anyway, and confirms a claim little (without the host's rate it was
+    taken as the claim's alone)."""
+    busy, fresh = crawled(f"http://{HOST}/busy"), crawled(f"http://{HOST}/new")
+    store.put_many([busy, fresh])
+    tracker, _ = stats_tracker(store)
+    for hour in range(1, 7):  # the busy page changes at every hourly visit
+        visit(store, tracker, busy.key, 3600.0 * hour, changed=True)
+    tracker.apply(sitemap(fresh.url, DAY), DAY)  # "updated now", and it did change
+    visit(store, tracker, fresh.key, DAY + 60.0, changed=True)
+    record = tracker.ledger.record(HOST, "sitemap")
+    assert record.observations == 1
+    assert record.refuted > 0.25  # mostly no news: about the prior's share
+    assert tracker.ledger.score(HOST, "sitemap") == pytest.approx(2 / 3, abs=0.02)

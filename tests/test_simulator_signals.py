@@ -92,6 +92,18 @@ def test_lying_publishers_stamp_now_and_announce_an_hourly_schedule() -> None:
     assert [s.when for s in pubs.publish("b.example", 6000.0).past] == [6000.0]  # every read
 
 
+def test_a_lying_sitemap_may_stamp_todays_date_instead() -> None:
+    trace = two_hosts()
+    levels = [Level.SMART, Level.NORMAL, Level.SUPER]
+    hosts = [page_host(p) for p in trace.pages]
+    mix = ProviderMix(signals="lying", liar_share=1.0)
+    pubs = Publishers(trace, levels, hosts, mix, 0, lie_stamp="day")
+    said = pubs.publish("a.example", 3 * DAY + 5000.0)
+    assert [(s.when, s.signal) for s in said.past] == [(3 * DAY, "sitemap")]  # midnight
+    with pytest.raises(ValueError, match="lie_stamp"):
+        Publishers(trace, levels, hosts, mix, 0, lie_stamp="tomorrow")
+
+
 def test_liars_are_a_seeded_share_of_the_hosts() -> None:
     hosts = [f"h{i}" for i in range(20)]
     first = liar_hosts(hosts, 0.3, random.Random("liars-1"))

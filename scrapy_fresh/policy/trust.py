@@ -24,6 +24,16 @@ score from what our own visits show:
 not blindly). Claims made with a probability (eq. 6's :math:`P_{update}`) count with
 that weight, so a weak hint that fails costs little.
 
+**A change proves a claim only as far as the claim explains it.** A page that changes
+often has usually changed since its last crawl whatever its provider says, so a
+sitemap that stamps every URL with the time it is read is "confirmed" at most visits of
+a busy page; counted plainly, its score would settle at the page's own chance of a
+change and stay above the threshold. Each outcome is therefore split between confirmed
+and refuted by Bayes' rule (:func:`confirmed_share`), given the claim's probability and
+the chance :math:`q` that the page changed anyway, from the changes our own visits
+found (:func:`change_chance`): a claim that tells nothing the page's rate did not
+loses trust, and an honest host's score tends to its true precision.
+
 **Forgetting.** Hosts change their ways; every observation first multiplies the old
 weights by :math:`2^{-1/h}` (half-life :math:`h` observations), so a host that mends
 its ways earns trust back and an old good record does not cover new lies for ever.
@@ -53,6 +63,8 @@ __all__ = [
     "Evidence",
     "TrustParams",
     "TrustRecord",
+    "change_chance",
+    "confirmed_share",
     "observe",
     "trust_score",
     "weighted_probability",
@@ -129,16 +141,95 @@ def trust_score(record: TrustRecord, params: TrustParams = DEFAULT_TRUST_PARAMS)
     return (record.confirmed + a) / (record.confirmed + record.refuted + a + b)
 
 
+def change_chance(changes: float, watched_secs: float, elapsed_secs: float) -> float:
+    r"""Return :math:`1 - e^{-\hat\lambda a}`: how likely the page changed within
+    ``elapsed_secs`` (:math:`a`, since its last crawl) whatever its provider said.
+
+    :math:`\hat\lambda` is the ``changes`` our own visits found over the
+    ``watched_secs`` they covered, Cho & Garcia-Molina's naive estimator :math:`X/(nI)`
+    (2003; :func:`scrapy_fresh.policy.estimators.naive_rate`). It counts several changes
+    between two visits as one, so it is a lower bound of the rate: a change is never
+    taken as more expected than the visits showed, and an honest provider's
+    confirmations are not discounted more than they should be (its pages are visited
+    right after each change, where the bound is tight). 0 while no visit has seen a
+    change: a change is then the claim's alone.
+
+    >>> round(change_chance(10, 10 * 86400.0, 86400.0), 4)  # a daily page, a day later
+    0.6321
+    >>> change_chance(0, 86400.0, 3600.0), change_chance(3, 86400.0, 0.0)
+    (0.0, 0.0)
+    """
+    x = check_non_negative("changes", changes)
+    watched = check_non_negative("watched_secs", watched_secs)
+    a = check_non_negative("elapsed_secs", elapsed_secs)
+    if x == 0.0 or watched == 0.0:
+        return 0.0
+    return -math.expm1(-x / watched * a)
+
+
+def confirmed_share(score: float, probability: float, chance: float, changed: bool) -> float:
+    r"""Return the share of one observation that counts as confirmed (the rest refuted).
+
+    A claim says "this page changes (changed) with probability :math:`p`"
+    (``probability``: eq. 6's :math:`P_{update}` for an announced update, 1 for a
+    stated past update). The host's claims are to be believed with probability
+    :math:`\tau` (the score); if they are, the page changes with probability
+    :math:`p + (1 - p)q`, if not with :math:`q` (``chance``, the page's own rate:
+    :func:`change_chance`). By Bayes' rule the visit's outcome splits between the two
+    in proportion to their likelihoods, with :math:`m` the score before:
+
+    .. math::
+
+        \text{changed: } \frac{m(p + (1 - p)q)}{m(p + (1 - p)q) + (1 - m)q}, \qquad
+        \text{unchanged: } \frac{m(1 - p)}{m(1 - p) + (1 - m)}
+
+    (the exact posterior is the mixture of one more confirmation and one more
+    refutation with these weights). So a change the page would have made anyway
+    confirms little (:math:`q = 1`: nothing, the score stays), and a claim that said
+    "maybe" is little refuted when nothing happened (:math:`p = 0.5` met half the time
+    is what an honest host says). With :math:`p = 1` and :math:`q = 0` it is the plain
+    count: a change confirms, no change refutes.
+
+    >>> confirmed_share(2 / 3, 1.0, 0.0, True), confirmed_share(2 / 3, 1.0, 0.5, False)
+    (1.0, 0.0)
+    >>> round(confirmed_share(2 / 3, 1.0, 1.0, True), 4)  # no news: the score itself
+    0.6667
+    >>> round(confirmed_share(0.5, 1.0, 0.5, True), 4)  # "updated now", half the pages
+    0.6667
+    >>> confirmed_share(0.5, 0.0, 0.0, True)  # p = q = 0 and yet a change: no news
+    0.5
+    """
+    m, p, q = score, probability, chance
+    if changed:
+        true = m * (p + (1.0 - p) * q)
+        false = (1.0 - m) * q
+    else:
+        true = m * (1.0 - p)
+        false = 1.0 - m
+    total = true + false
+    return true / total if total > 0.0 else m  # an outcome neither side allows: no news
+
+
 def observe(
     record: TrustRecord,
     evidence: Evidence,
     params: TrustParams = DEFAULT_TRUST_PARAMS,
     weight: float = 1.0,
+    chance: float = 0.0,
 ) -> TrustRecord:
-    """Return ``record`` after one observation of ``evidence`` counting ``weight``.
+    r"""Return ``record`` after one observation of ``evidence`` counting ``weight``.
 
-    ``weight`` is the claim's probability for announced updates (1 for plain claims);
-    :attr:`Evidence.MISSED` is further scaled by :attr:`TrustParams.missed_weight`.
+    ``weight`` is the claim's probability (eq. 6's :math:`P_{update}` for announced
+    updates, 1 for plain claims): the observation counts that much in all, so a weak
+    hint moves the score little, and it is split between confirmed and refuted by
+    :func:`confirmed_share` (:attr:`Evidence.CONFIRMED`: the page changed;
+    :attr:`Evidence.REFUTED`: it did not) given ``chance``, the probability that the page
+    changed anyway (:func:`change_chance`). A sitemap that stamps "updated now" on a page
+    that changes on half the visits is confirmed half the time: counted plainly its score
+    would settle at 1/2, on the threshold; discounted by its chance it falls towards 0,
+    while an honest host's score tends to its true precision whatever the page's rate.
+    :attr:`Evidence.MISSED` (a change nobody claimed) is a plain refutation of weight
+    :attr:`TrustParams.missed_weight`.
 
     A host that lies five times in a row is demoted (four lies suffice with the
     defaults); it needs a longer run of true claims to be believed again:
@@ -154,17 +245,18 @@ def observe(
     (False, 0.64)
     """
     w = check_probability("weight", weight)
+    q = check_probability("chance", chance)
     if not isinstance(evidence, Evidence):
         raise TypeError(f"evidence must be an Evidence, got {type(evidence).__name__}.")
     if evidence is Evidence.MISSED:
-        w *= params.missed_weight
-    keep = params.decay
-    confirmed = record.confirmed * keep
-    refuted = record.refuted * keep
-    if evidence is Evidence.CONFIRMED:
-        confirmed += w
+        share, w = 0.0, params.missed_weight
     else:
-        refuted += w
+        share = confirmed_share(
+            trust_score(record, params), w, q, changed=evidence is Evidence.CONFIRMED
+        )
+    keep = params.decay
+    confirmed = record.confirmed * keep + w * share
+    refuted = record.refuted * keep + w * (1.0 - share)
     updated = replace(
         record, confirmed=confirmed, refuted=refuted, observations=record.observations + 1
     )
@@ -179,19 +271,25 @@ def observe(
 def weighted_probability(
     probability: float, record: TrustRecord, params: TrustParams = DEFAULT_TRUST_PARAMS
 ) -> float:
-    """The probability to give an announced update (eq. 6's :math:`P_{update}`) from a
-    host with ``record``: 0 when demoted, else the announced probability scaled by how
-    much more than the prior the host is believed (capped at the announced value).
+    r"""The probability to give an announced update (eq. 6's :math:`P_{update}`) from a
+    host with ``record``: 0 when demoted, else the announced probability times the
+    trust score, :math:`\tau p`.
 
-    >>> weighted_probability(0.8, TrustRecord())
-    0.8
-    >>> round(weighted_probability(0.8, TrustRecord(refuted=2.0)), 4)
-    0.48
+    The score is the probability that the host's claims are to be believed, the
+    announced :math:`p` what the update's chance is if they are (:func:`confirmed_share`),
+    so :math:`\tau p` is the chance the announced update is real, the role Xu et al.
+    give the provider's precision in eq. 6 (the page's own chance of a change is the
+    score's other term, :func:`scrapy_fresh.policy.gain.known_gain`). A host not
+    known yet is believed at the prior, 2/3.
+
+    >>> round(weighted_probability(0.9, TrustRecord()), 4)
+    0.6
+    >>> round(weighted_probability(0.8, TrustRecord(confirmed=17.0)), 4)  # 19 / 20
+    0.76
     >>> weighted_probability(0.8, TrustRecord(demoted=True))
     0.0
     """
     p = check_probability("probability", probability)
     if record.demoted:
         return 0.0
-    prior = params.prior_confirmed / (params.prior_confirmed + params.prior_refuted)
-    return min(p, p * trust_score(record, params) / prior)
+    return p * trust_score(record, params)

@@ -139,14 +139,15 @@ class TrustLedger:
         self.store.put_site(entry.to_site())
 
     def observe(
-        self, host: str, kind: str, evidence: Evidence, weight: float = 1.0
+        self, host: str, kind: str, evidence: Evidence, weight: float = 1.0, chance: float = 0.0
     ) -> tuple[bool, bool]:
-        """Add one observation; return (demoted before, demoted after)."""
+        """Add one observation (:func:`~scrapy_fresh.policy.trust.observe`); return
+        (demoted before, demoted after)."""
         entry = self.get(host, kind)
         if entry is None:
             entry = self._cache[(host, kind)] = HostTrust(host, kind, TrustRecord())
         before = entry.record.demoted
-        entry.record = observe(entry.record, evidence, self.params, weight)
+        entry.record = observe(entry.record, evidence, self.params, weight, chance)
         self.store.put_site(entry.to_site())
         return before, entry.record.demoted
 

@@ -12,7 +12,9 @@ every method takes ``now``.
   :mod:`scrapy_fresh.providers.apply` says (the slot rule of Section 4.1).
 * :meth:`~SignalTracker.before_visit` and :meth:`~SignalTracker.after_visit` bracket a
   visit: after it, the claims made about the page since its previous crawl are judged
-  against the outcome (:mod:`scrapy_fresh.policy.trust`: confirmed, refuted, missed) and
+  against the outcome (:mod:`scrapy_fresh.policy.trust`: confirmed, refuted, missed; a
+  change confirms a claim only as far as the page's own rate does not explain it, the
+  rate of its visits, or of its host's pages' visits until its own saw a change) and
   the host's trust in that kind of signal is updated in the store
   (:mod:`scrapy_fresh.providers.ledger`). The signals of a demoted host are still
   recorded and checked, not used (Section 5.4: a wrong announcement costs a slot twice).
@@ -31,6 +33,7 @@ from scrapy_fresh.policy.trust import (
     DEFAULT_TRUST_PARAMS,
     Evidence,
     TrustParams,
+    change_chance,
     weighted_probability,
 )
 from scrapy_fresh.providers.apply import (
@@ -49,6 +52,7 @@ __all__ = [
     "FUTURE_KINDS",
     "MAX_CLAIMS",
     "MAX_CLAIMS_PER_PAGE",
+    "MAX_HOST_RATES",
     "MAX_PENDING",
     "PAST_KINDS",
     "PageRecords",
@@ -65,6 +69,8 @@ MAX_PENDING = 100_000
 MAX_CLAIMS = 200_000
 #: Claims remembered per page in one run.
 MAX_CLAIMS_PER_PAGE = 64
+#: Hosts whose changes seen in this run are kept (beyond: the least recent dropped).
+MAX_HOST_RATES = 100_000
 _JUDGED = (Outcome.CHANGED, Outcome.UNCHANGED, Outcome.NOT_MODIFIED)
 
 
@@ -85,6 +91,9 @@ class _Visit:
     prev_past: list[float]
     prev_future: list[tuple[float, float]]
     prev_last_modified: str | None
+    #: changes the page's visits found before, and the time those visits covered
+    prev_changes: int = 0
+    prev_watched: float = 0.0
     own: Signals = field(default_factory=Signals)
 
 
@@ -144,6 +153,8 @@ class SignalTracker:
         self._claims: OrderedDict[str, list[tuple[str, float, float | None]]] = OrderedDict()
         self._not_before: dict[str, float] = {}
         self._quiet: dict[str, QuietWindow] = {}
+        #: host -> [changes, seconds] our visits of its pages saw in this run
+        self._host_seen: OrderedDict[str, list[float]] = OrderedDict()
 
     # -- visits ------------------------------------------------------------------------
 
@@ -155,11 +166,14 @@ class SignalTracker:
         """Remember what ``state`` said before it is fetched (a retry keeps the first)."""
         if state.key in self._visits:
             return
+        last = state.last_crawl
         self._visits[state.key] = _Visit(
-            state.last_crawl,
+            last,
             list(state.past_updates),
             list(state.future_updates),
             state.last_modified,
+            prev_changes=state.changes,
+            prev_watched=0.0 if last is None else max(0.0, last - state.first_seen),
         )
 
     def add_own(self, key: str, signals: Signals) -> bool:
@@ -299,8 +313,9 @@ class SignalTracker:
             for kind in ledger.kinds_in_use(host, FUTURE_KINDS):
                 future.setdefault(kind, max(earlier))
         verdict = Evidence.CONFIRMED if changed else Evidence.REFUTED
+        chance = self._chance(host, visit, changed, now - since)
         for kind, weight in sorted({**past, **future}.items()):
-            self._observe(host, kind, verdict, weight)
+            self._observe(host, kind, verdict, weight, chance)
         if changed and not past:
             for kind in ledger.kinds_in_use(host, PAST_KINDS):
                 entry = ledger.get(host, kind)
@@ -311,7 +326,10 @@ class SignalTracker:
         if outcome is not Outcome.NOT_MODIFIED and old_lm is not None and new_lm is not None:
             if new_lm > old_lm:
                 self._observe(
-                    host, "http-lastmod", Evidence.CONFIRMED if changed else Evidence.REFUTED
+                    host,
+                    "http-lastmod",
+                    Evidence.CONFIRMED if changed else Evidence.REFUTED,
+                    chance=chance,
                 )
             elif changed:
                 self._observe(host, "http-lastmod", Evidence.MISSED)
@@ -324,8 +342,32 @@ class SignalTracker:
         ):
             self._observe(host, "cache", Evidence.REFUTED)
 
-    def _observe(self, host: str, kind: str, evidence: Evidence, weight: float = 1.0) -> None:
-        before, after = self.ledger.observe(host, kind, evidence, weight)
+    def _chance(self, host: str, visit: _Visit, changed: bool, elapsed: float) -> float:
+        """How likely the page changed in the ``elapsed`` seconds since its last crawl
+        anyway: a change it would have made without the claim confirms the claim less
+        (:func:`scrapy_fresh.policy.trust.observe`). From the changes the page's own
+        visits found; until they found one, from those the visits of the host's pages
+        found in this run (as a new page's refresh rule starts from its site's, Sharma &
+        Dixit's cold start). Then counts this visit for the host."""
+        seen = self._host_seen.get(host)
+        if seen is None:
+            if len(self._host_seen) >= MAX_HOST_RATES:
+                self._host_seen.popitem(last=False)
+            seen = self._host_seen[host] = [0.0, 0.0]
+        else:
+            self._host_seen.move_to_end(host)
+        if visit.prev_changes > 0:
+            chance = change_chance(visit.prev_changes, visit.prev_watched, elapsed)
+        else:
+            chance = change_chance(seen[0], seen[1], elapsed)
+        seen[0] += changed
+        seen[1] += elapsed
+        return chance
+
+    def _observe(
+        self, host: str, kind: str, evidence: Evidence, weight: float = 1.0, chance: float = 0.0
+    ) -> None:
+        before, after = self.ledger.observe(host, kind, evidence, weight, chance)
         self.stat(f"fresh/trust/{evidence.value}", 1)
         if after == before:
             return
@@ -358,10 +400,14 @@ class SignalTracker:
             if s.signal != "http-lastmod" and ledger.trusted(host, s.signal)
         ]
         add_past(state, past)
+        # P_update: the announced probability times the host's trust (believed as
+        # announced with trust off: nothing is judged, every claim is taken at its word)
         announced = [
             (
                 a.when,
-                weighted_probability(a.probability, ledger.record(host, a.signal), self.params),
+                weighted_probability(a.probability, ledger.record(host, a.signal), self.params)
+                if self.trust_enabled
+                else a.probability,
             )
             for a in signals.announced
             if ledger.trusted(host, a.signal)

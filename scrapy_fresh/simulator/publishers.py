@@ -15,11 +15,14 @@ level (Xu et al., seed ``xu-content-provider-friendly-crawler``, Section 3.3):
 * ``normal`` and ``lastmod`` pages publish nothing (``lastmod`` pages show their
   Last-Modified at visits, as without publishers).
 
-A *lying* host (a seeded ``liar_share`` of the hosts that publish anything) says the
-same kinds of things but false: its sitemap stamps every page with the time it is read
-(``now``), and its super pages announce an hourly schedule (the next
-:data:`LIE_ANNOUNCED` full hours, probability :data:`LIE_PROBABILITY`, as an RSS
-``sy:updatePeriod`` of ``hourly`` reads) that has nothing to do with their changes.
+A *lying* host (a seeded ``liar_share`` of the hosts that publish anything, drawn
+uniformly among hosts: :func:`liar_hosts`) says the same kinds of things but false: its
+sitemap stamps every page with the time it is read (``lie_stamp="now"``: a sitemap
+generated on request with the generation time as ``<lastmod>``; ``"day"``: today's date
+without a time, midnight UTC, which moves once a day), and its super pages announce an
+hourly schedule (the next :data:`LIE_ANNOUNCED` full hours, probability
+:data:`LIE_PROBABILITY`, as an RSS ``sy:updatePeriod`` of ``hourly`` reads) that has
+nothing to do with their changes.
 """
 
 from __future__ import annotations
@@ -33,7 +36,14 @@ from scrapy_fresh.providers.signals import AnnouncedUpdate, PastUpdate, Signals
 from scrapy_fresh.simulator.providers import Level, ProviderMix, announcements
 from scrapy_fresh.simulator.trace import Trace
 
-__all__ = ["LIE_ANNOUNCED", "LIE_PERIOD_SECS", "LIE_PROBABILITY", "Publishers", "liar_hosts"]
+__all__ = [
+    "LIE_ANNOUNCED",
+    "LIE_PERIOD_SECS",
+    "LIE_PROBABILITY",
+    "LIE_STAMPS",
+    "Publishers",
+    "liar_hosts",
+]
 
 #: A lying super host announces an update every this many seconds ...
 LIE_PERIOD_SECS = 3600.0
@@ -41,6 +51,9 @@ LIE_PERIOD_SECS = 3600.0
 LIE_ANNOUNCED = 3
 #: ... each with this probability (what an RSS syndication schedule is read as).
 LIE_PROBABILITY = 0.8
+#: What a lying sitemap stamps on every page (see the module): the read time, or the date.
+LIE_STAMPS = ("now", "day")
+_DAY = 86400.0
 
 _PUBLISHING = (Level.SMART, Level.SUPER)
 
@@ -81,7 +94,11 @@ class Publishers:
         hosts: list[str],
         mix: ProviderMix,
         seed: int,
+        lie_stamp: str = "now",
     ) -> None:
+        if lie_stamp not in LIE_STAMPS:
+            raise ValueError(f"lie_stamp ({lie_stamp!r}) must be one of {', '.join(LIE_STAMPS)}.")
+        self.lie_stamp = lie_stamp
         self.mix = mix
         publishing = sorted({h for h, lv in zip(hosts, levels, strict=True) if lv in _PUBLISHING})
         share = mix.liar_share if mix.signals == "lying" else 0.0
@@ -117,8 +134,9 @@ class Publishers:
         if entry is None:
             return out
         if entry.lying:
+            stamp = now if self.lie_stamp == "now" else math.floor(now / _DAY) * _DAY
             for page in (*entry.smart, *entry.super):
-                out.past.append(PastUpdate(page, now, "sitemap"))
+                out.past.append(PastUpdate(page, stamp, "sitemap"))
             first = math.floor(now / LIE_PERIOD_SECS) + 1
             for page in entry.super:
                 for k in range(LIE_ANNOUNCED):

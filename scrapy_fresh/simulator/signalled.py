@@ -50,6 +50,10 @@ class _RecordView:
 class SignalledFresh(Fresh):
     """``fresh`` whose provider signals come from publishers through the tracker."""
 
+    #: What a lying sitemap stamps on its pages
+    #: (:data:`~scrapy_fresh.simulator.publishers.LIE_STAMPS`).
+    lie_stamp = "now"
+
     def __init__(self, ctx: Context) -> None:
         # The plain model's pushes and announcements are off (the publishers speak
         # instead); lastmod pages keep showing Last-Modified at their visits.
@@ -58,7 +62,9 @@ class SignalledFresh(Fresh):
         super().__init__(replace(ctx, levels=quiet))
         mix = ctx.config.providers
         hosts = [page_host(p) for p in ctx.trace.pages]
-        self.publishers = Publishers(ctx.trace, self.true_levels, hosts, mix, ctx.config.seed)
+        self.publishers = Publishers(
+            ctx.trace, self.true_levels, hosts, mix, ctx.config.seed, self.lie_stamp
+        )
         self.readers = sorted(self.publishers.hosts)
         self.counts: Counter[str] = Counter()
         self.trust_store = MemoryStore()

@@ -65,15 +65,15 @@ TRACES = Path(__file__).resolve().parents[2] / "shared" / "data" / "traces"
 class LiarsIgnored(SignalledFresh):
     """The lying hosts' documents are never read: perfect lie detection."""
 
+    def __init__(self, ctx: Context) -> None:
+        super().__init__(ctx)
+        self.readers = [h for h in self.readers if h not in self.publishers.liars]
+
 
 class DayStamped(SignalledFresh):
     """Lying sitemaps stamp today's date (midnight UTC) rather than the read time."""
 
     lie_stamp = "day"
-
-    def __init__(self, ctx: Context) -> None:
-        super().__init__(ctx)
-        self.readers = [h for h in self.readers if h not in self.publishers.liars]
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ Usage::
 
     python bench/provider_signals.py                      # both traces (about 20 min)
     python bench/provider_signals.py --traces rss2023 --budgets 1
-    python bench/provider_signals.py --seeds 0-5          # the distribution (about 1 h)
+    python bench/provider_signals.py --seeds 0-5          # the distribution (about 35 min)
     python bench/provider_signals.py --traces rss2023 --budgets 1 --lie-stamp day
 
 Prints markdown tables and PASS/MISS lines on stdout.

@@ -49,6 +49,11 @@ def _setting(settings: BaseSettings, name: str) -> Any:
     return settings.get(name, getattr(default_settings, name))
 
 
+def _flag(settings: BaseSettings, name: str) -> bool:
+    """A boolean setting, with its default from :mod:`scrapy_fresh.default_settings`."""
+    return settings.getbool(name, getattr(default_settings, name))
+
+
 def _number(
     settings: BaseSettings,
     name: str,
@@ -208,7 +213,7 @@ class FreshConfig:
         if fp_fields == ():
             raise ConfigError("FRESH_FINGERPRINT_FIELDS ([]) names no field; use None for all.")
         config = cls(
-            enabled=settings.getbool("FRESH_ENABLED", default_settings.FRESH_ENABLED),
+            enabled=_flag(settings, "FRESH_ENABLED"),
             store=store,
             sqlite_path=sqlite_path,
             mode=_choice(settings, "FRESH_MODE", MODES),
@@ -233,9 +238,7 @@ class FreshConfig:
             pc_upper=_number(settings, "FRESH_PC_UPPER", low=0.0, low_open=True, high=1.0),
             pc_half_life_visits=_number(settings, "FRESH_PC_HALF_LIFE_VISITS", low=0.0),
             providers=_providers(settings),
-            drop_unchanged_items=settings.getbool(
-                "FRESH_DROP_UNCHANGED_ITEMS", default_settings.FRESH_DROP_UNCHANGED_ITEMS
-            ),
+            drop_unchanged_items=_flag(settings, "FRESH_DROP_UNCHANGED_ITEMS"),
             fingerprint_fields=fp_fields,
             fingerprint_threshold_bits=_integer(
                 settings, "FRESH_FINGERPRINT_THRESHOLD_BITS", low=0
@@ -248,33 +251,25 @@ class FreshConfig:
             priority_beta=_number(settings, "FRESH_PRIORITY_BETA", low=0.0, high=1.0),
             priority_window_cycles=_integer(settings, "FRESH_PRIORITY_WINDOW_CYCLES", low=2),
             priority_score=_choice(settings, "FRESH_PRIORITY_SCORE", SCORE_RULES),
-            cycle_fill=settings.getbool("FRESH_CYCLE_FILL", default_settings.FRESH_CYCLE_FILL),
+            cycle_fill=_flag(settings, "FRESH_CYCLE_FILL"),
             visit_log=visit_log.strip(),
             progress_secs=_number(settings, "FRESH_PROGRESS_SECS", low=0.0),
             redis_key=redis_key.strip(),
             redis_lease_secs=_number(settings, "FRESH_REDIS_LEASE_SECS", low=0.0, low_open=True),
-            provider_signals=settings.getbool(
-                "FRESH_PROVIDER_SIGNALS", default_settings.FRESH_PROVIDER_SIGNALS
-            ),
-            provider_autodetect=settings.getbool(
-                "FRESH_PROVIDER_AUTODETECT", default_settings.FRESH_PROVIDER_AUTODETECT
-            ),
+            provider_signals=_flag(settings, "FRESH_PROVIDER_SIGNALS"),
+            provider_autodetect=_flag(settings, "FRESH_PROVIDER_AUTODETECT"),
             provider_max_bytes=_integer(settings, "FRESH_PROVIDER_MAX_BYTES", low=1),
             provider_max_inflated_bytes=_integer(
                 settings, "FRESH_PROVIDER_MAX_INFLATED_BYTES", low=1
             ),
             provider_max_entries=_integer(settings, "FRESH_PROVIDER_MAX_ENTRIES", low=1),
-            provider_sitemaps=settings.getbool(
-                "FRESH_PROVIDER_SITEMAPS", default_settings.FRESH_PROVIDER_SITEMAPS
-            ),
-            provider_fetch_robots=settings.getbool(
-                "FRESH_PROVIDER_FETCH_ROBOTS", default_settings.FRESH_PROVIDER_FETCH_ROBOTS
-            ),
+            provider_sitemaps=_flag(settings, "FRESH_PROVIDER_SITEMAPS"),
+            provider_fetch_robots=_flag(settings, "FRESH_PROVIDER_FETCH_ROBOTS"),
             provider_max_sitemaps=_integer(settings, "FRESH_PROVIDER_MAX_SITEMAPS", low=1),
             provider_max_sitemap_depth=_integer(
                 settings, "FRESH_PROVIDER_MAX_SITEMAP_DEPTH", low=0
             ),
-            trust=settings.getbool("FRESH_TRUST", default_settings.FRESH_TRUST),
+            trust=_flag(settings, "FRESH_TRUST"),
             trust_threshold=_number(settings, "FRESH_TRUST_THRESHOLD", low=0.0, high=1.0),
             trust_recover=_number(settings, "FRESH_TRUST_RECOVER", low=0.0, high=1.0),
         )

@@ -33,8 +33,6 @@ from scrapy_fresh.runtime import FreshRuntime, Lease, header
 from scrapy_fresh.validators import (
     Check,
     head_verdict,
-    parse_http_date,
-    usable_etag,
 )
 
 if TYPE_CHECKING:
@@ -142,10 +140,6 @@ class FreshDownloaderMiddleware(_FreshComponent):
         if lease is None or not lease.visited or request.meta.get("fresh_probed"):
             return None
         runtime = self.runtime
-        if lease.etag and not usable_etag(lease.etag):
-            runtime.stat("fresh/bad_validator")
-        if lease.last_modified and parse_http_date(lease.last_modified) is None:
-            runtime.stat("fresh/bad_validator")
         plan, etag, last_modified = runtime.check_plan(
             lease.key,
             lease.host,
@@ -153,6 +147,7 @@ class FreshDownloaderMiddleware(_FreshComponent):
             lease.last_modified,
             lease.content_length,
             lease.visits,
+            count_bad=True,
         )
         if plan is Check.HEAD:
             lease.length_probe = not (etag or last_modified)

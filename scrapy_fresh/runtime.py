@@ -389,17 +389,26 @@ class FreshRuntime:
         last_modified: str | None,
         content_length: int | None,
         visits: int | None,
+        *,
+        count_bad: bool = False,
     ) -> tuple[Check, str | None, str | None]:
         """How the next visit of a page checks for a change (:meth:`HostChecks.plan` with
         :setting:`FRESH_CHECK` and what this run learned), and the ETag and Last-Modified
         it can send: a malformed one, or an ETag that churns, is none. A HEAD probe that
         could only compare the Content-Length becomes a full download every
         :setting:`FRESH_LENGTH_PROBE_FULL_EVERY` visits (``visits`` None: not decided
-        here; with 0 or 1 never a length probe)."""
+        here; with 0 or 1 never a length probe). ``count_bad`` counts a stored validator
+        that cannot be sent (``fresh/bad_validator``)."""
         checks = self.host_checks(host)
-        if not usable_etag(etag) or key in self.churn_pages or checks.etag_untrusted:
+        if etag and not usable_etag(etag):
+            if count_bad:
+                self.stat("fresh/bad_validator")
+            etag = None
+        if etag and (key in self.churn_pages or checks.etag_untrusted):
             etag = None
         if last_modified and parse_http_date(last_modified) is None:
+            if count_bad:
+                self.stat("fresh/bad_validator")
             last_modified = None
         plan = checks.plan(
             self.config.check,

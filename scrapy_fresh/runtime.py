@@ -34,6 +34,8 @@ from scrapy_fresh.store.base import PageState, SiteState, StateStore
 from scrapy_fresh.validators import (
     Check,
     HostChecks,
+    length_full_due,
+    length_full_gap,
     parse_content_length,
     parse_http_date,
     usable_etag,
@@ -397,7 +399,9 @@ class FreshRuntime:
         it can send: a malformed one, or an ETag that churns, is none. A HEAD probe that
         could only compare the Content-Length becomes a full download every
         :setting:`FRESH_LENGTH_PROBE_FULL_EVERY` visits (``visits`` None: not decided
-        here; with 0 or 1 never a length probe). ``count_bad`` counts a stored validator
+        here; with 0 or 1 never a length probe), then after gaps that double while the host
+        never showed a change its length hid (:func:`~scrapy_fresh.validators.length_full_due`).
+        ``count_bad`` counts a stored validator
         that cannot be sent (``fresh/bad_validator``)."""
         checks = self.host_checks(host)
         if etag and not usable_etag(etag):
@@ -418,8 +422,10 @@ class FreshRuntime:
             page_length_churns=key in self.length_churn_pages,
         )
         every = self.config.length_probe_full_every
-        # The first fetch was a full download: so is every ``every``-th after it.
-        full_now = every <= 1 or (visits is not None and (visits + 1) % every == 0)
+        # The first fetch was a full download (fetch 0); the next is fetch ``visits + 1``.
+        full_now = every <= 1 or (
+            visits is not None and length_full_due(visits + 1, every, checks.length_full_doublings)
+        )
         if plan is Check.HEAD and not (etag or last_modified) and full_now:
             plan = Check.NONE  # the length alone is trusted between full downloads only
         return plan, etag, last_modified
@@ -453,7 +459,11 @@ class FreshRuntime:
         if plan is Check.NONE:
             return 1.0
         if plan is Check.HEAD and not (etag or last_modified):
-            every = self.config.length_probe_full_every  # one visit in ``every`` is full
+            every = length_full_gap(  # one visit in ``every`` is a full download
+                state.visits + 1,
+                self.config.length_probe_full_every,
+                self.host_checks(state.host).length_full_doublings,
+            )
             return (ratio * (every - 1) + 1.0) / every
         return ratio
 
@@ -577,9 +587,17 @@ class FreshRuntime:
         if outcome is Outcome.UNCHANGED and etag and old_etag and etag != old_etag:
             checks.etag_churn += 1
             self.churn_pages.add(state.key)
+        length = parse_content_length(headers.get("content-length"))
         if outcome is Outcome.UNCHANGED and lease.length_probe:
             checks.length_churn += 1  # the length moved, the content did not
             self.length_churn_pages.add(state.key)
+        elif (
+            text_changed
+            and not (old_etag or state.last_modified)
+            and length is not None
+            and length == state.content_length
+        ):
+            checks.length_blind += 1  # a change no length probe could have seen
         elif text_changed and etag and etag == old_etag and not checks.lying:
             checks.lying = True
             self.stat("fresh/validators_lying")
@@ -597,7 +615,6 @@ class FreshRuntime:
         state.fingerprint = fingerprint
         state.etag = etag
         state.last_modified = last_modified.strip() if last_modified else None
-        length = parse_content_length(headers.get("content-length"))
         state.content_length = length if length is not None else content_length
         self._commit(meta, state, outcome, now)
         return outcome

@@ -22,6 +22,8 @@ __all__ = [
     "Check",
     "HostChecks",
     "head_verdict",
+    "length_full_due",
+    "length_full_gap",
     "parse_content_length",
     "parse_http_date",
     "parse_retry_after",
@@ -39,6 +41,10 @@ HEAD_USELESS_AFTER = 2
 #: The byte counters of :meth:`HostChecks.count_check` are halved when the full-download
 #: side passes this, so that the measured cost follows what the host does now.
 CHECK_BYTES_WINDOW = 1 << 30
+#: While a host never showed a change its Content-Length hid, the gap between the forced
+#: full downloads of its length-probed pages doubles this many times at most
+#: (:func:`length_full_due`).
+LENGTH_FULL_DOUBLINGS = 4
 
 _ETAG = re.compile(r'^(W/)?"[\x21\x23-\x7e\x80-\xff]*"$')
 
@@ -189,6 +195,9 @@ class HostChecks:
     length_not_modified: int = 0
     #: Such probes whose Content-Length had moved while the content fingerprint had not.
     length_churn: int = 0
+    #: Full downloads of pages without ETag or Last-Modified that found the content changed
+    #: while the Content-Length had not moved: changes a length probe would have missed.
+    length_blind: int = 0
     #: A 200 answer kept the ETag we had although the content changed.
     lying: bool = False
     #: Bytes of the answers to checks that found no change (304s, unchanged HEAD answers).
@@ -263,6 +272,17 @@ class HostChecks:
         cost = min(1.0, self.check_bytes / self.check_full_bytes)
         return self.length_churn * cost >= self.length_not_modified * (1.0 - cost)
 
+    @property
+    def length_full_doublings(self) -> int:
+        """How often the gap between forced full downloads of this host's length-probed
+        pages may double (:func:`length_full_due`): :data:`LENGTH_FULL_DOUBLINGS` until
+        the host once showed a change its length hid, 0 (a fixed gap) from then on.
+
+        >>> HostChecks().length_full_doublings, HostChecks(length_blind=1).length_full_doublings
+        (4, 0)
+        """
+        return 0 if self.length_blind else LENGTH_FULL_DOUBLINGS
+
     def plan(
         self,
         mode: str,
@@ -323,3 +343,46 @@ class HostChecks:
         ):
             return Check.HEAD
         return Check.NONE
+
+
+def length_full_due(fetch: int, every: int, doublings: int) -> bool:
+    """Whether the ``fetch``-th fetch of a length-probed page (the first fetch is 0, a
+    full download) must download the page in full although its length did not move.
+
+    An edit that keeps the byte length shows in no header, so length probes need full
+    downloads now and then: the first after ``every`` fetches, and then -- like Sharma &
+    Dixit's refresh time (seed ``sharma-dixit-self-adjusting-refresh-time``, eq. 2, the
+    refresh time doubles after a visit that found nothing) -- after gaps that double,
+    ``every``, ``2 every``, ``4 every``... up to ``every * 2**doublings``, then fixed.
+    The caller passes ``doublings=0`` for a host that once showed a change its length
+    hid (:attr:`HostChecks.length_full_doublings`): a full download every ``every``
+    fetches. ``every`` 0 or 1: every fetch is full (no length probes).
+
+    >>> [n for n in range(1, 64) if length_full_due(n, 4, 0)][:5]
+    [4, 8, 12, 16, 20]
+    >>> [n for n in range(1, 130) if length_full_due(n, 4, 2)]
+    [4, 12, 28, 44, 60, 76, 92, 108, 124]
+    """
+    if every <= 1:
+        return True
+    if fetch <= 0 or fetch % every:
+        return False
+    step = fetch // every  # in units of ``every``: full at 1, 3, 7, ... 2**(d+1) - 1
+    last_doubling = (1 << (doublings + 1)) - 1
+    if step <= last_doubling:
+        return step & (step + 1) == 0
+    return (step - last_doubling) % (1 << doublings) == 0
+
+
+def length_full_gap(fetch: int, every: int, doublings: int) -> int:
+    """The gap, in fetches, between the forced full downloads around the ``fetch``-th
+    fetch of a length-probed page (:func:`length_full_due`): one fetch in this many is
+    a full download there.
+
+    >>> [length_full_gap(n, 4, 2) for n in (1, 4, 5, 12, 13, 28, 29, 200)]
+    [4, 4, 8, 8, 16, 16, 16, 16]
+    """
+    if every <= 1:
+        return 1
+    step = max(0, fetch - 1) // every  # full downloads already made after the first
+    return every << min(doublings, (step + 1).bit_length() - 1)

@@ -7,7 +7,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -140,13 +140,20 @@ def crawl() -> Callable[..., CrawlResult]:
     return run_crawl
 
 
-def sqlite_records_by_path(path: Path) -> dict[str, PageState]:
-    """Every record of the SQLite store at ``path``, by its URL's path (``/v/1``)."""
+def sqlite_records_by_path(
+    path: Path, hosts: Collection[str] | None = None
+) -> dict[str, PageState]:
+    """Every record of the SQLite store at ``path`` (of ``hosts`` only, if given), by its
+    URL's path (``/v/1``)."""
     from scrapy_fresh.store.sqlite import SQLiteStore
 
     store = SQLiteStore(path)
     try:
-        return {"/" + s.url.split("/", 3)[3]: s for s in store.iterate()}
+        return {
+            "/" + s.url.split("/", 3)[3]: s
+            for s in store.iterate()
+            if hosts is None or s.host in hosts
+        }
     finally:
         store.close()
 

@@ -16,8 +16,8 @@ objects again when they dequeue.
   ``--batch`` (default 500); dequeue is :meth:`RedisFrontier.pop` of ``--batch`` URLs
   (due-time promotion, per-host politeness, priority, leases) and
   ``rebuild_request()``. ``fresh+commit`` also commits each visit
-  (:meth:`RedisFrontier.commit_many`: record, next due time, site, outcome) -- work
-  scrapy-redis does not do at all.
+  (:meth:`RedisFrontier.commit_visits`: record, next due time, site, outcome, the
+  lease checked, the sites by compare-and-set) -- work scrapy-redis does not do at all.
 
 Throughput is ``requests / (enqueue seconds + dequeue seconds)``; with several workers
 (processes, ``--workers 1,2,4``) each enqueues its share, all start dequeuing together
@@ -33,10 +33,36 @@ The benchmark starts its own redis-server (no persistence) on a free port in a
 temporary directory, so that nothing else runs against it. The goal (the issue):
 fresh >= 2x scrapy-redis's throughput and <= 1x its bytes per URL.
 
+``--sites`` measures instead how a visit's site aggregates are written when several
+workers visit the pages of the same hosts at once (``--site-workers`` processes,
+``--site-visits`` visits each, over 1 host -- every commit contends -- and over 100
+hosts). Each worker first takes its URLs, then all commit their visits together, one
+at a time as a crawl does, each a judged visit (changed or unchanged):
+
+* ``racy`` -- what the crawl did before: read the site, ``record_visit``, ``put`` the
+  record, ``put_site`` the site (3 round trips, no lease check, last writer wins);
+* ``cas`` -- :meth:`RedisFrontier.commit_visit`: one COMMIT script that checks the
+  lease and writes the site only if it is still the value this worker last saw (the
+  previous commit returned it), else the visit is done again on the current site the
+  script returned; ``cas-read`` reads the site (HMGET) before every visit instead;
+* ``watch`` -- optimistic WATCH/MULTI: WATCH the sites hash, HGET, ``record_visit``,
+  MULTI + COMMIT (record) + HSET (site) + EXEC, again on a ``WatchError`` (a WATCH
+  covers a whole key: every site of the crawl is in one hash, so visits to other hosts
+  conflict too);
+* ``lua`` -- the site maths done server-side: the decayed p_c counter and the
+  log-space refresh average of ``record_visit`` rewritten in Lua inside the commit
+  script (one round trip, no conflicts; a second implementation of the policy maths,
+  and Lua's cjson keeps 14 digits of every float).
+
+It reports visits per second (the slowest worker's wall time), the site visits that
+were lost (counted minus committed), retries per visit and the Redis server's CPU per
+visit.
+
 Usage::
 
     python bench/redis_frontier.py                       # 50,000 requests, 1/2/4 workers
     python bench/redis_frontier.py --requests 10000 --workers 1
+    python bench/redis_frontier.py --sites               # site aggregates, 4 workers
 
 Prints machine info and markdown tables on stdout.
 """
@@ -159,9 +185,9 @@ class Fresh:
         return accepted
 
     def dequeue(self, batch: int, commit: bool) -> int:
+        from scrapy_fresh.frontier.redis_frontier import Visit
         from scrapy_fresh.frontier.revisit import Outcome, record_visit
         from scrapy_fresh.requestinfo import rebuild_request
-        from scrapy_fresh.store.base import SiteState
 
         out = 0
         policy = _policy()
@@ -176,12 +202,13 @@ class Fresh:
                 rebuild_request(leased.state.request, leased.state.url, self.spider)
             out += len(got.leased)
             if commit:
-                visits = []
-                for leased in got.leased:
-                    site = SiteState(leased.state.host)
-                    record_visit(leased.state, Outcome.NEW, now, policy, site)
-                    visits.append((leased, leased.state, site, Outcome.NEW))
-                self.frontier.commit_many(visits)
+
+                def apply(state: Any, site: Any, now: float = now) -> None:
+                    record_visit(state, Outcome.NEW, now, policy, site)
+
+                self.frontier.commit_visits(
+                    [Visit(leased, Outcome.NEW, apply) for leased in got.leased]
+                )
 
 
 def _policy() -> Any:
@@ -190,7 +217,205 @@ def _policy() -> Any:
     return RevisitPolicy()
 
 
-SYSTEMS = {"scrapy-redis": ScrapyRedis, "fresh": Fresh, "fresh+commit": Fresh}
+# -- site aggregates under concurrent visits (--sites) ------------------------------------
+
+#: The site maths of ``record_visit`` (``_update_site``) in Lua, inside a commit script:
+#: the "server-side increments" design, for comparison only.
+LUA_SITE_COMMIT = r"""
+local key, token = ARGV[2], ARGV[3]
+local old = redis.call('HGET', K_PAGES, key)
+if not old then return 0 end
+local r = parse(old)
+if r.s ~= '2' or r.ifs ~= token then return -1 end
+unindex(key, r)
+local nr = {s = ARGV[4], f = ARGV[5], d = r.d, nd = ARGV[6], ifs = ARGV[7], pr = ARGV[8],
+            host = ARGV[9], body = ARGV[10]}
+redis.call('HSET', K_PAGES, key, build(nr))
+index(key, nr)
+redis.call('HINCRBY', P .. ':outcomes', ARGV[12], 1)
+local host = ARGV[11]
+local raw = redis.call('HGET', P .. ':sites', host)
+local s
+if raw then s = cjson.decode(raw) else
+  s = {host = host, visits = 0, changes = 0, p_c = 0, refresh_secs = cjson.null,
+       updated_at = 0, checks = {}}
+end
+local ch, page_refresh, now = tonumber(ARGV[13]), tonumber(ARGV[14]), tonumber(ARGV[15])
+local d, wt = tonumber(ARGV[16]), tonumber(ARGV[17])
+local w
+if d >= 1 then w = s.visits else w = (1 - d ^ s.visits) / (1 - d) end
+local c = math.min(w, math.max(0, s.p_c) * w)
+w = w * d + 1
+c = math.min(w, c * d + ch)
+s.visits = s.visits + 1
+s.changes = s.changes + ch
+s.p_c = math.min(1, c / w)
+if s.refresh_secs == cjson.null then s.refresh_secs = page_refresh else
+  s.refresh_secs = math.exp((1 - wt) * math.log(s.refresh_secs) + wt * math.log(page_refresh))
+end
+s.updated_at = now
+redis.call('HSET', P .. ':sites', host, cjson.encode(s))
+return 1
+"""
+
+
+def site_url(i: int, hosts: int) -> str:
+    return f"http://site{i % hosts}.example/page/{i}"
+
+
+def site_setup(port: int, prefix: str, total: int, hosts: int) -> None:
+    """``total`` pages visited once before, due now, over ``hosts`` hosts."""
+    from scrapy_fresh.frontier.redis_frontier import RedisFrontier, due_priority
+    from scrapy_fresh.keys import url_key
+    from scrapy_fresh.store.base import PageState, Status
+    from scrapy_fresh.store.redis import RedisStore
+
+    store = RedisStore(_client(port), prefix, priority=due_priority())
+    frontier = RedisFrontier(store)
+    now = time.time()
+    states = []
+    for i in range(total):
+        u = site_url(i, hosts)
+        states.append(PageState(
+            key=url_key(u), url=u, host=f"site{i % hosts}.example", status=Status.IDLE,
+            first_seen=now - 7200, last_crawl=now - 3600, next_due=now - 1, visits=1,
+            fingerprint=1, refresh_secs=3600.0,
+        ))  # fmt: skip
+    for start in range(0, total, 1000):
+        frontier.add(states[start : start + 1000])
+    store.client.close()
+
+
+def site_worker(kind: str, port: int, prefix: str, visits: int, barrier: Any, out: Any) -> None:
+    import copy
+
+    import redis
+
+    from scrapy_fresh.frontier.redis_frontier import RedisFrontier, due_priority
+    from scrapy_fresh.frontier.revisit import Outcome, record_visit
+    from scrapy_fresh.store import _redis_lua as lua
+    from scrapy_fresh.store.base import SiteState
+    from scrapy_fresh.store.redis import RedisStore, decode_site, encode_record, encode_site
+
+    client = _client(port)
+    store = RedisStore(client, prefix, priority=due_priority())
+    frontier = RedisFrontier(store, lease_secs=3600.0)
+    policy = _policy()
+    taken: list[Any] = []
+    while len(taken) < visits:
+        got = frontier.pop(time.time(), visits - len(taken)).leased
+        if not got:
+            break
+        taken.extend(got)
+    commit_sha = client.script_load(lua.COMMIT)
+    lua_commit = client.register_script(lua._PRELUDE + LUA_SITE_COMMIT)
+    k_sites = f"{prefix}:sites"
+    retries = most = 0
+    barrier.wait()
+    t0 = time.perf_counter()
+    for leased in taken:
+        now = time.time()
+        outcome = Outcome.CHANGED if int(leased.key[:4], 16) % 3 == 0 else Outcome.UNCHANGED
+        state, host = leased.state, leased.state.host
+        if kind == "racy":
+            site = store.get_site(host) or SiteState(host)
+            record_visit(state, outcome, now, policy, site)
+            store.put(state)
+            store.put_site(site)
+        elif kind in ("cas", "cas-read"):
+            if kind == "cas-read":
+                frontier._site_values.clear()  # read the site before every visit
+            before = frontier.site_retries
+            frontier.visit(leased, outcome, now, policy)
+            most = max(most, frontier.site_retries - before)
+        elif kind == "watch":
+            tries = 0
+            with client.pipeline() as pipe:
+                while True:
+                    try:
+                        pipe.watch(k_sites)
+                        site = decode_site(pipe.hget(k_sites, host)) or SiteState(host)
+                        record = copy.copy(state)
+                        record_visit(record, outcome, now, policy, site)
+                        row = encode_record(record, store.priority(record))
+                        pipe.multi()
+                        pipe.evalsha(commit_sha, 0, prefix, row[0], leased.token, *row[1:3],
+                                     *row[4:], host, "-", b"", outcome.value)  # fmt: skip
+                        pipe.hset(k_sites, host, encode_site(site))
+                        pipe.execute()
+                        break
+                    except redis.WatchError:
+                        retries += 1
+                        tries += 1
+                most = max(most, tries)
+        else:  # lua
+            record_visit(state, outcome, now, policy, None)
+            row = encode_record(state, store.priority(state))
+            lua_commit(args=[
+                prefix, row[0], leased.token, *row[1:3], *row[4:], host, outcome.value,
+                int(outcome is Outcome.CHANGED), repr(state.refresh_secs), repr(now),
+                repr(policy.decay), repr(policy.site_weight),
+            ])  # fmt: skip
+    t1 = time.perf_counter()
+    if kind.startswith("cas"):
+        retries = frontier.site_retries
+    out.put({"visits": len(taken), "secs": t1 - t0, "retries": retries, "most": most})
+
+
+def run_sites(kind: str, port: int, workers: int, visits: int, hosts: int) -> dict[str, Any]:
+    from scrapy_fresh.store.redis import RedisStore
+
+    client = _client(port)
+    client.flushall()
+    prefix = f"{PREFIX}:sites"
+    site_setup(port, prefix, workers * visits, hosts)
+    cpu0 = _server_cpu(client)
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(workers)
+    out = ctx.Queue()
+    procs = [
+        ctx.Process(target=site_worker, args=(kind, port, prefix, visits, barrier, out))
+        for _ in range(workers)
+    ]
+    for proc in procs:
+        proc.start()
+    results = [out.get(timeout=600) for _ in procs]
+    for proc in procs:
+        proc.join()
+    cpu = _server_cpu(client) - cpu0
+    done = sum(r["visits"] for r in results)
+    counted = sum(s.visits for s in RedisStore(client, prefix).sites())
+    client.flushall()
+    client.close()
+    return {
+        "kind": kind, "hosts": hosts, "visits": done,
+        "per_s": done / max(r["secs"] for r in results),
+        "lost": done - counted,
+        "retries": sum(r["retries"] for r in results) / done,
+        "most": max(r["most"] for r in results),
+        "server_us": cpu / done * 1e6,
+    }  # fmt: skip
+
+
+SITE_KINDS = ("racy", "cas-read", "cas", "watch", "lua")
+
+
+def sites_report(
+    port: int, workers: int, visits: int, hosts_list: list[int], kinds: list[str]
+) -> None:
+    print(f"# site aggregates: {workers} workers x {visits} judged visits, committed one "
+          "at a time\n")  # fmt: skip
+    print("| hosts | design | visits/s | site visits lost | retries per visit (most) | "
+          "Redis CPU µs per visit |\n|---|---|---|---|---|---|")  # fmt: skip
+    for hosts in hosts_list:
+        for kind in kinds:
+            r = run_sites(kind, port, workers, visits, hosts)
+            print(f"| {hosts} | {kind} | {r['per_s']:,.0f} | {r['lost']} | "
+                  f"{r['retries']:.2f} ({r['most']}) | {r['server_us']:.0f} |")  # fmt: skip
+            sys.stdout.flush()
+
+
+SYSTEMS: dict[str, Any] = {"scrapy-redis": ScrapyRedis, "fresh": Fresh, "fresh+commit": Fresh}
 
 
 # -- one worker (child process) --------------------------------------------------------
@@ -226,7 +451,7 @@ def run(
     ]
     for proc in procs:
         proc.start()
-    results = []
+    results: list[dict[str, Any]] = []
     while len(results) < len(procs):
         try:
             results.append(out.get(timeout=5))
@@ -328,6 +553,15 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=500)
     parser.add_argument("--workers", default="1,2,4")
     parser.add_argument("--memory-requests", type=int, default=20_000)
+    parser.add_argument(
+        "--sites",
+        action="store_true",
+        help="measure site aggregate writes under concurrent visits instead",
+    )
+    parser.add_argument("--site-workers", type=int, default=4)
+    parser.add_argument("--site-visits", type=int, default=2000)
+    parser.add_argument("--site-hosts", default="1,100")
+    parser.add_argument("--site-kinds", default=",".join(SITE_KINDS))
     args = parser.parse_args()
     import redis
     import scrapy
@@ -342,6 +576,12 @@ def main() -> None:
                 f"{os.cpu_count()} CPUs; redis-server {version}, redis-py {redis.__version__}, "
                 f"Scrapy {scrapy.__version__}, scrapy-redis {scrapy_redis.__version__}"
             )
+            if args.sites:
+                sites_report(
+                    port, args.site_workers, args.site_visits,
+                    [int(h) for h in args.site_hosts.split(",")], args.site_kinds.split(","),
+                )  # fmt: skip
+                return
             print(f"# {args.requests} requests over {args.hosts} hosts, batch {args.batch}\n")
             rows = []
             for workers in [int(w) for w in args.workers.split(",")]:

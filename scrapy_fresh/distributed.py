@@ -11,6 +11,9 @@ too, so a URL two workers discover is still fetched once.
 :class:`OutageSafeStore` keeps a crawl going through a Redis outage: writes that fail
 because Redis cannot be reached are kept in memory and written, in order, when it
 answers again; reads of leased records fall back to the copy taken with the lease.
+A visit of a leased URL is written by :meth:`OutageSafeStore.commit_visit`: only while
+this worker still holds the lease, with the site aggregates updated by compare-and-set
+(:meth:`~scrapy_fresh.frontier.redis_frontier.RedisFrontier.commit_visits`).
 """
 
 from __future__ import annotations
@@ -25,14 +28,17 @@ from scrapy import Request
 
 from scrapy_fresh.exceptions import StoreError
 from scrapy_fresh.frontier.frontier import Stream
-from scrapy_fresh.frontier.redis_frontier import RedisFrontier
+from scrapy_fresh.frontier.redis_frontier import NO_LEASE, Leased, RedisFrontier
+from scrapy_fresh.store.base import SiteState, Status
 from scrapy_fresh.store.redis import RedisStore
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
 
+    from scrapy_fresh.frontier.redis_frontier import Apply
+    from scrapy_fresh.frontier.revisit import Outcome
     from scrapy_fresh.runtime import FreshRuntime
-    from scrapy_fresh.store.base import PageState, SiteState, Status
+    from scrapy_fresh.store.base import PageState
 
 __all__ = ["FreshStartUrlsMixin", "OutageSafeStore", "SharedFrontier", "is_outage"]
 
@@ -58,8 +64,9 @@ def is_outage(exc: BaseException) -> bool:
 class _Backoff:
     """Exponential back-off with one log line per outage and one when it ends."""
 
-    def __init__(self, what: str) -> None:
+    def __init__(self, what: str, where: str = "?") -> None:
         self.what = what
+        self.where = where
         self.failures = 0
         self.retry_at = 0.0
 
@@ -72,9 +79,10 @@ class _Backoff:
         self.retry_at = time.monotonic() + wait
         if self.failures == 1:
             logger.warning(
-                "scrapy_fresh: Redis is unreachable (%(exc)s); %(what)s backs off and retries, "
-                "%(detail)s",
+                "scrapy_fresh: Redis at %(where)s is unreachable (%(exc)s); %(what)s backs off "
+                "and retries, %(detail)s",
                 {
+                    "where": self.where,
                     "exc": exc.__cause__ or exc,
                     "what": self.what,
                     "detail": detail or "nothing lost",
@@ -84,8 +92,9 @@ class _Backoff:
     def succeeded(self) -> None:
         if self.failures:
             logger.warning(
-                "scrapy_fresh: Redis answers again; %(what)s carries on after %(n)d failed tries.",
-                {"what": self.what, "n": self.failures},
+                "scrapy_fresh: Redis at %(where)s answers again; %(what)s carries on after "
+                "%(n)d failed tries.",
+                {"where": self.where, "what": self.what, "n": self.failures},
             )
         self.failures = 0
         self.retry_at = 0.0
@@ -101,6 +110,11 @@ class OutageSafeStore:
     worker and ``get_site`` of a site read before fall back to the copies kept. Other
     reads raise :class:`~scrapy_fresh.exceptions.StoreError` as before. :meth:`flush`
     and :meth:`close` wait up to ``outage_wait`` seconds for Redis to take what is kept.
+
+    Records leased by this worker (:attr:`leased`, filled by :class:`SharedFrontier`)
+    are written under their lease: a visit with :meth:`commit_visit`, a ``put`` that
+    keeps one in flight (new request data) only while the lease is still held. Nothing
+    is written for a URL whose lease ran out and went to another worker.
     """
 
     def __init__(self, inner: RedisStore, *, outage_wait: float = 60.0) -> None:
@@ -110,7 +124,9 @@ class OutageSafeStore:
         #: Records leased by this worker, with their lease tokens, until their visit is written.
         self.leased: dict[str, tuple[PageState, str]] = {}
         self._sites: dict[str, SiteState] = {}
-        self._backoff = _Backoff("the store")
+        self._backoff = _Backoff("the store", inner.where)
+        #: Writes the visits (lease-checked, sites by compare-and-set).
+        self.frontier = RedisFrontier(inner)
 
     # -- the write queue ---------------------------------------------------------------
 
@@ -119,7 +135,7 @@ class OutageSafeStore:
         while self.pending:
             method, args = self.pending[0]
             try:
-                getattr(self.inner, method)(*args)
+                self._target(method)(*args)
             except StoreError as exc:
                 if not is_outage(exc):
                     logger.error(
@@ -138,11 +154,16 @@ class OutageSafeStore:
         if self.pending and self._backoff.ready():
             self.replay()
 
+    def _target(self, method: str) -> Callable[..., Any]:
+        """A write kept as ``method``: the inner store's, or (``_name``) one of ours."""
+        target: Callable[..., Any] = getattr(self if method[0] == "_" else self.inner, method)
+        return target
+
     def _write(self, method: str, *args: Any) -> Any:
         self._before()
         if not self.pending:
             try:
-                result = getattr(self.inner, method)(*args)
+                result = self._target(method)(*args)
             except StoreError as exc:
                 if not is_outage(exc):
                     raise
@@ -174,10 +195,91 @@ class OutageSafeStore:
         self.put_many([state])
 
     def put_many(self, states: Iterable[PageState]) -> None:
-        states = list(states)
+        """Write records; one this worker leased and that stays in flight is written only
+        while the lease is held (:meth:`RedisFrontier.update_leased
+        <scrapy_fresh.frontier.redis_frontier.RedisFrontier.update_leased>`)."""
+        plain = []
         for state in states:
+            kept = self.leased.get(state.key)
+            if kept is not None and state.status is Status.IN_FLIGHT:
+                self.leased[state.key] = (copy.deepcopy(state), kept[1])
+                self._write("_update_leased", state, kept[1])
+            else:
+                self.leased.pop(state.key, None)
+                plain.append(state)
+        if plain:
+            self._write("put_many", plain)
+
+    def _update_leased(self, state: PageState, token: str) -> None:
+        if not self.frontier.update_leased(Leased(state, token, Stream.NEW), state):
             self.leased.pop(state.key, None)
-        self._write("put_many", states)
+            logger.info(
+                "scrapy_fresh: %(url)s was not updated: its lease had run out and another "
+                "worker took it.",
+                {"url": state.url},
+            )
+
+    def commit_visit(
+        self, state: PageState, outcome: Outcome, apply: Apply, *,
+        lost: Callable[[], None] | None = None, retried: Callable[[int], None] | None = None,
+    ) -> bool:  # fmt: skip
+        """Write the visit of ``state`` under this worker's lease of it.
+
+        ``apply(record, site)`` applies the visit to the record and its site (see
+        :class:`~scrapy_fresh.frontier.redis_frontier.Visit`); ``state`` ends as applied.
+        Returns False, writing nothing, if the lease was lost (the URL's lease ran out
+        and another worker took it, or its record is gone); ``lost()`` is then called.
+        ``retried(n)`` is told how many times the visit was done again because another
+        worker changed the site meanwhile. While Redis is unreachable the visit is
+        applied to the last copy of the site seen, kept, and committed (lease-checked,
+        on the site as it is then) when Redis is back: True is returned at once, and
+        ``lost()`` is called then if the lease has gone meanwhile. A record not leased
+        through the shared frontier is written without a lease check.
+        """
+        kept = self.leased.pop(state.key, None)
+        token = NO_LEASE if kept is None else kept[1]
+        pristine = copy.copy(state)  # apply only assigns fields (Visit.apply)
+        self._before()
+        if not self.pending:
+            try:
+                written = self._commit(state, token, outcome, apply, lost, retried)
+            except StoreError as exc:
+                if not is_outage(exc):
+                    raise
+                self._backoff.failed(exc, "keeping the writes in memory until it is back")
+                state.__dict__.update(pristine.__dict__)
+            else:
+                self._backoff.succeeded()
+                return written
+        replay = (copy.deepcopy(pristine), token, outcome, apply, lost, retried)
+        site = copy.deepcopy(self._sites.get(state.host)) or SiteState(state.host)
+        apply(state, site)
+        self._sites[state.host] = site
+        self.pending.append(("_replay_commit", replay))
+        return True
+
+    def _commit(
+        self, state: PageState, token: str, outcome: Outcome, apply: Apply,
+        lost: Callable[[], None] | None, retried: Callable[[int], None] | None,
+    ) -> bool:  # fmt: skip
+        frontier = self.frontier
+        before = frontier.site_retries
+        try:
+            written = frontier.commit_visit(
+                Leased(state, token, Stream.NEW), outcome, apply, state
+            )
+        finally:
+            if retried is not None and frontier.site_retries > before:
+                retried(frontier.site_retries - before)
+        if not written and lost is not None:
+            lost()
+        return written
+
+    def _replay_commit(
+        self, pristine: PageState, token: str, outcome: Outcome, apply: Apply,
+        lost: Callable[[], None] | None, retried: Callable[[int], None] | None,
+    ) -> None:  # fmt: skip
+        self._commit(copy.copy(pristine), token, outcome, apply, lost, retried)
 
     def add_many(self, states: Iterable[PageState]) -> list[str]:
         states = list(states)
@@ -242,9 +344,9 @@ class OutageSafeStore:
         while self.pending and not self.replay():
             if time.monotonic() >= deadline:
                 logger.error(
-                    "scrapy_fresh: Redis did not come back within %(secs)g s; %(n)d kept writes "
-                    "are lost (their pages are due again at the next run).",
-                    {"secs": self.outage_wait, "n": len(self.pending)},
+                    "scrapy_fresh: Redis at %(where)s did not come back within %(secs)g s; "
+                    "%(n)d kept writes are lost (their pages are due again at the next run).",
+                    {"where": self.inner.where, "secs": self.outage_wait, "n": len(self.pending)},
                 )
                 self.pending.clear()
                 break
@@ -285,7 +387,7 @@ class SharedFrontier:
         #: True while URLs are due, leased by other workers or held back by an outage:
         #: a cycle-mode crawl stays open while this is True.
         self.waiting = False
-        self._backoff = _Backoff("the shared frontier")
+        self._backoff = _Backoff("the shared frontier", store.inner.where)
         self._last_pull = -math.inf
         #: Hosts answered while Redis could not be told, with when (told when it is back).
         self._done: dict[str, float] = {}
@@ -342,8 +444,6 @@ class SharedFrontier:
             self.next_time = now + max(0.0, self._backoff.retry_at - time.monotonic())
             return 0
         self._backoff.succeeded()
-        from scrapy_fresh.store.base import Status
-
         others = in_flight[Status.IN_FLIGHT] - len(self.store.leased) - len(popped.leased)
         times = [popped.next_host_time]
         if popped.next_due_time is not None and popped.next_due_time <= now:
@@ -392,8 +492,6 @@ class SharedFrontier:
 
     def give_back(self, keys: Iterable[str]) -> int:
         """Return the leases of ``keys`` (not visited in this run) to the shared frontier."""
-        from scrapy_fresh.frontier.redis_frontier import Leased
-
         given = 0
         for key in keys:
             kept = self.store.leased.pop(key, None)

@@ -165,6 +165,16 @@ def _decay(half_life_visits: float) -> float:
     return 1.0 if half_life_visits <= 0 else decay_for_half_life(half_life_visits)
 
 
+def _add_counts(stored: Mapping[str, Any], delta: Mapping[str, int]) -> dict[str, int]:
+    """Validator counters of a site record plus what one worker learned since it last
+    handed them over (never below 0; ``lying`` stays a flag, 0 or 1)."""
+    out = {k: v for k, v in stored.items() if type(v) is int}
+    for name, value in delta.items():
+        total = max(0, out.get(name, 0) + value)
+        out[name] = min(total, 1) if name == "lying" else total
+    return out
+
+
 def header(headers: Any, name: str) -> str | None:
     """Return one header of a Scrapy ``Headers`` object as text, or None."""
     value = headers.get(name)
@@ -250,6 +260,9 @@ class FreshRuntime:
         self.new_records: dict[str, PageState] = {}
         self.leases: dict[str, Lease] = {}
         self.hosts: dict[str, HostChecks] = {}
+        #: Redis store: each host's validator counters as last handed to the store (a
+        #: visit adds the difference to the shared site record, see _commit_leased).
+        self._checks_synced: dict[str, dict[str, int]] = {}
         #: Pages that answered 200 to matching validators in this run.
         self.ignored_pages: set[str] = set()
         #: Pages whose ETag changed while their content did not, in this run.
@@ -381,6 +394,7 @@ class FreshRuntime:
                 site = None
             checks = HostChecks.from_counts(site.checks) if site is not None else HostChecks()
             self.hosts[host] = checks
+            self._checks_synced[host] = checks.counts()
         return checks
 
     def check_plan(
@@ -495,30 +509,85 @@ class FreshRuntime:
         self, meta: MutableMapping[str, Any], state: PageState, outcome: Outcome, now: float
     ) -> None:
         meta["fresh_outcome"] = outcome.value
-        try:
-            site = self.store.get_site(state.host) or SiteState(state.host)
-        except StoreError as exc:
-            self.store_error("read the site of", exc, state.url)
-            site = SiteState(state.host)
-        record_visit(state, outcome, now, self.policy, site, check_cost=self.check_cost(state))
+        cost = self.check_cost(state)
         checks = self.hosts.get(state.host)
-        if checks is not None:
-            site.checks = checks.counts()  # what this run learned holds in the next
-        try:
-            self.store.put(state)
-            self.store.put_site(site)
-        except StoreError as exc:
-            self.store_error("write", exc, state.url)
-        self.stat(OUTCOME_STATS[outcome])
-        logger.debug(
-            "scrapy_fresh: %(url)s %(outcome)s; next visit in %(secs).0f s",
-            {"url": state.url, "outcome": outcome.value, "secs": state.next_due - now},
-            extra={"spider": self.crawler.spider},
+        written = (
+            self._commit_leased(state, outcome, now, cost, checks)
+            if self.config.store == "redis"
+            else None
         )
-        for listener in list(self.visit_listeners):
+        if written is None:
+            try:
+                site = self.store.get_site(state.host) or SiteState(state.host)
+            except StoreError as exc:
+                self.store_error("read the site of", exc, state.url)
+                site = SiteState(state.host)
+            record_visit(state, outcome, now, self.policy, site, check_cost=cost)
+            if checks is not None:
+                site.checks = checks.counts()  # what this run learned holds in the next
+            try:
+                self.store.put(state)
+                self.store.put_site(site)
+            except StoreError as exc:
+                self.store_error("write", exc, state.url)
+        if written is not False:
+            self.stat(OUTCOME_STATS[outcome])
+        logger.debug(
+            "scrapy_fresh: %(url)s %(outcome)s; next visit in %(secs).0f s%(lost)s",
+            {"url": state.url, "outcome": outcome.value, "secs": state.next_due - now,
+             "lost": "" if written is not False else " (not written: lease lost)"},
+            extra={"spider": self.crawler.spider},
+        )  # fmt: skip
+        for listener in list(self.visit_listeners):  # the host answered, even so
             listener(state)
+        if written is False:
+            return  # another worker holds the URL: its visit is the one recorded
         for outcome_listener in list(self.outcome_listeners):
             outcome_listener(state, outcome, now)
+
+    def _commit_leased(
+        self, state: PageState, outcome: Outcome, now: float, cost: float,
+        checks: HostChecks | None,
+    ) -> bool | None:  # fmt: skip
+        """Redis store: write the visit under this worker's lease of the URL, in one
+        atomic step with its site aggregates, the site by compare-and-set
+        (:meth:`~scrapy_fresh.distributed.OutageSafeStore.commit_visit`): concurrent
+        workers' visits to one host all count. The host's validator counters get what
+        this worker learned since it last handed them over. Returns False if the lease
+        was lost (nothing written, stat ``fresh/redis/lease_lost``), None if the store
+        is not the shared Redis one."""
+        from scrapy_fresh.distributed import OutageSafeStore
+
+        store = self.store
+        if not isinstance(store, OutageSafeStore):
+            return None
+        host = state.host
+        delta: dict[str, int] = {}
+        if checks is not None:
+            counts = checks.counts()
+            synced = self._checks_synced.get(host, {})
+            delta = {k: v - synced.get(k, 0) for k, v in counts.items() if v != synced.get(k, 0)}
+            self._checks_synced[host] = counts
+
+        def apply(record: PageState, site: SiteState) -> None:
+            record_visit(record, outcome, now, self.policy, site, check_cost=cost)
+            if delta:
+                site.checks = _add_counts(site.checks, delta)
+
+        def lost() -> None:
+            self.stat("fresh/redis/lease_lost")
+            synced = self._checks_synced.setdefault(host, {})
+            for name, value in delta.items():  # handed over with the next visit instead
+                synced[name] = synced.get(name, 0) - value
+
+        def retried(n: int) -> None:
+            self.stat("fresh/redis/site_retries", n)
+
+        try:
+            return store.commit_visit(state, outcome, apply, lost=lost, retried=retried)
+        except StoreError as exc:
+            self.store_error("write", exc, state.url)
+            return True
 
     def record_outcome(
         self,

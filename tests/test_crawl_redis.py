@@ -19,6 +19,8 @@ import pytest
 import redis
 
 from scrapy_fresh.distributed import PULL_BATCH
+from scrapy_fresh.frontier.redis_frontier import RedisFrontier
+from scrapy_fresh.runtime import OUTCOME_STATS
 from scrapy_fresh.store.base import Status
 from scrapy_fresh.store.redis import RedisStore
 from tests.redis_helpers import (
@@ -182,8 +184,9 @@ def test_redis_restart_mid_crawl(
         time.sleep(2.0)
         server.start()
         results = [w.finish(timeout=300) for w in workers]
-        assert any("Redis is unreachable" in r.log for r in results)
-        assert any("Redis answers again" in r.log for r in results)
+        where = f"Redis at 127.0.0.1:{server.port}"  # the log names the server
+        assert any(f"{where} is unreachable" in r.log for r in results)
+        assert any(f"{where} answers again" in r.log for r in results)
         store = RedisStore(redis.Redis.from_url(url), "restart")
         counts = store.counts()
         assert counts[Status.IN_FLIGHT] == counts[Status.QUEUED] == 0
@@ -193,3 +196,68 @@ def test_redis_restart_mid_crawl(
         assert all(s.last_crawl is not None for s in store.iterate())  # every visit written
     finally:
         server.stop()
+
+
+# -- two workers on one host: every visit counted once -------------------------------------
+
+JUDGED = ("fresh/changed", "fresh/unchanged", "fresh/not_modified")
+
+
+def test_two_workers_on_one_host_count_every_visit_once(
+    mockserver: ModuleType, spawn: Callable[..., Any], tmp_path: Path, prefix: str
+) -> None:
+    """Two ``scrapy crawl`` processes, one host, no download delay: their visits to the
+    host's pages are written at the same moments. Every page is fetched once per cycle
+    and its record counts that visit once; the host's site record adds up every judged
+    visit of both workers (visits, changes, the 304s among its validator counters) --
+    written by compare-and-set, none is lost to the other worker's write."""
+    site = mockserver.MockSite(count=40, paragraphs=2, seed=11, linked=FAMILIES)
+    config = {**settings(prefix), "DOWNLOAD_DELAY": 0}
+    client = redis.Redis.from_url(SHARED_URL)
+    store = RedisStore(client, prefix)
+    pages = len(FAMILIES) * 40 + 1
+    with mockserver.MockServer(site, "127.0.0.1") as server:
+        start = [{"url": server.url("/"), "callback": "parse_links"}]
+        host = f"127.0.0.1:{server.port}"
+        results = []
+        for cycle, offset in enumerate((0.0, 2 * 86400.0)):  # the second: two days later
+            if cycle == 1:
+                for n in range(0, 40, 3):  # real changes, seen by the second cycle
+                    site.change(f"/n/{n}")
+                    site.change(f"/v/{n}")
+            since = len(site.log)
+            workers = [
+                spawn(
+                    {"settings": config, "start": start, "clock_offset": offset},
+                    tmp_path / f"cycle{cycle}-w{w}",
+                )
+                for w in range(2)
+            ]
+            done = [w.finish(timeout=300) for w in workers]
+            results.append(done)
+            with site.lock:
+                logged = [r for r in site.log[since:] if r.method == "GET"]
+            counts = Counter(r.path for r in logged)
+            assert set(counts) == expected_paths(server)
+            assert set(counts.values()) == {1}, counts.most_common(3)  # once per cycle
+            assert all(r.stat("fresh/new") + sum(r.stat(s) for s in JUDGED) for r in done)
+            assert sum(r.stat("fresh/redis/lease_lost") for r in done) == 0
+        first, second = results
+        assert sum(r.stat("fresh/new") for r in first) == pages
+        judged = {s: sum(r.stat(s) for r in second) for s in JUDGED}
+        assert sum(judged.values()) == pages  # every page judged once in the second cycle
+        assert judged["fresh/changed"] >= 2 * len(range(0, 40, 3))
+        assert judged["fresh/not_modified"] > 0
+        records = list(store.iterate())
+        assert len(records) == pages
+        assert all(s.visits == 1 and s.status is Status.IDLE for s in records)
+        assert sum(s.changes for s in records) == judged["fresh/changed"]
+        record = store.get_site(host)
+        assert record is not None
+        assert (record.visits, record.changes) == (pages, judged["fresh/changed"])
+        assert record.checks["not_modified"] == judged["fresh/not_modified"]
+        outcomes = RedisFrontier(store).outcomes()
+        for outcome, stat in OUTCOME_STATS.items():
+            assert outcomes[outcome] == sum(r.stat(stat) for r in first + second), outcome
+    retries = [r.stat("fresh/redis/site_retries") for r in results[1]]
+    print("site retries per worker, second cycle:", retries)

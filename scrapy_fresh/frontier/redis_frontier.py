@@ -18,16 +18,24 @@ same URL:
 * a popped URL is leased (in flight since the pop, the time being the lease token);
   a lease older than ``lease_secs`` goes back to the frontier at the next pop of any
   worker, and a visit is committed (record, next due time, site, outcome count) by one
-  script that refuses a lease the worker no longer holds.
+  script that refuses a lease the worker no longer holds;
+* a visit's site aggregates are changed in Python and written by compare-and-set (the
+  script writes a site only while it is as the worker read it, else the visit is done
+  again on the current site), so concurrent visits to one host all count.
 
 Like the in-process frontier it never reads the clock: every call takes ``now``.
 """
 
 from __future__ import annotations
 
+import copy
+import itertools
 import json
 import logging
 import math
+import random
+import time
+import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -35,14 +43,26 @@ from scrapy_fresh.frontier.frontier import Stream
 from scrapy_fresh.frontier.revisit import Outcome, RevisitPolicy, record_visit
 from scrapy_fresh.frontier.scoring import ScoreParams, priority_score
 from scrapy_fresh.store import _redis_lua as lua
-from scrapy_fresh.store._checks import check_site
-from scrapy_fresh.store.base import PageState, SiteState
-from scrapy_fresh.store.redis import RedisStore, decode_record, encode_record
+from scrapy_fresh.store.base import PageState, SiteState, Status
+from scrapy_fresh.store.redis import RedisStore, decode_record, encode_record, encode_site
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
-__all__ = ["Leased", "Popped", "RedisFrontier", "due_priority", "open_redis_store"]
+    #: ``apply(record, site)``: what a visit does to its record and its site, in place.
+    Apply = Callable[[PageState, SiteState], None]
+
+__all__ = [
+    "CLAIM_AFTER",
+    "MAX_SITE_TRIES",
+    "NO_LEASE",
+    "Leased",
+    "Popped",
+    "RedisFrontier",
+    "Visit",
+    "due_priority",
+    "open_redis_store",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +78,21 @@ return 1
 """
 
 _DEFAULT_PARAMS = ScoreParams()
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+#: Compare-and-set tries of one visit's site update (see :meth:`RedisFrontier.commit_visits`);
+#: after that the visit is written without it rather than not at all (a safety net: a
+#: visit that loses the race :data:`CLAIM_AFTER` times takes the site's turn).
+MAX_SITE_TRIES = 200
+#: A visit whose site update lost the race this many times claims the site's turn.
+CLAIM_AFTER = 8
+#: Longest wait (seconds) before trying again a site another visit has the turn of: a
+#: random wait up to 0.2 ms, its bound doubled per wait up to this.
+MAX_SITE_BACKOFF = 0.002
+#: The lease token of a record not taken through the frontier: its commit checks no lease.
+NO_LEASE = "*"
+#: Hosts whose last seen site value a frontier object keeps (the start of the next
+#: compare-and-set; all forgotten when there would be more).
+SITE_CACHE_HOSTS = 10_000
 
 
 def due_priority(params: ScoreParams = _DEFAULT_PARAMS) -> Callable[[PageState], float]:
@@ -92,7 +126,7 @@ def open_redis_store(
 
 @dataclass(frozen=True)
 class Leased:
-    """A URL a worker took: fetch it, then :meth:`RedisFrontier.commit` (or give it back)."""
+    """A URL a worker took: fetch it, then :meth:`RedisFrontier.commit_visit` (or give it back)."""
 
     state: PageState
     #: The lease: the in-flight time written by the pop, as text.
@@ -121,6 +155,23 @@ class Popped:
         """When a pop may give something again (None: the frontier is empty)."""
         times = [t for t in (self.next_host_time, self.next_due_time) if t is not None]
         return min(times) if times else None
+
+
+@dataclass(frozen=True)
+class Visit:
+    """One visit to commit (:meth:`RedisFrontier.commit_visits`)."""
+
+    leased: Leased
+    #: Counted in the outcome counts (None: not counted).
+    outcome: Outcome | None
+    #: ``apply(record, site)`` changes the record and its site in place (e.g. with
+    #: :func:`~scrapy_fresh.frontier.revisit.record_visit`). It runs again, on the record
+    #: as it was and the current site, when another worker changed the site meanwhile, so
+    #: it must only assign the record's fields (not change its lists in place) and must
+    #: not count anything outside them.
+    apply: Apply
+    #: The record to start from (None: the leased one).
+    state: PageState | None = None
 
 
 def _time(raw: bytes | str) -> float | None:
@@ -172,6 +223,16 @@ class RedisFrontier:
         self._back_off = client.register_script(_BACK_OFF)
         self._host_done = client.register_script(lua.HOST_DONE)
         self._prefix = store.prefix
+        #: Visits sent again because another worker changed their site in between.
+        self.site_retries = 0
+        #: Visits written without their site update after :data:`MAX_SITE_TRIES` tries.
+        self.site_given_up = 0
+        #: Visits not written because their lease was lost.
+        self.leases_lost = 0
+        #: Host -> its site value as the last commit saw it (None: no site record).
+        self._site_values: dict[str, bytes | None] = {}
+        self._claim_id = uuid.uuid4().hex[:16]
+        self._claim_numbers = itertools.count()
 
     # -- filling -----------------------------------------------------------------------
 
@@ -260,46 +321,158 @@ class RedisFrontier:
             )
         return Popped(leased, int(reaped), _time(next_host), _time(next_due))
 
-    def commit(self, leased: Leased, state: PageState, site: SiteState, outcome: Outcome) -> bool:
-        """Write a visit atomically: the record (with its next due time), its site, the outcome.
+    def commit_visit(
+        self, leased: Leased, outcome: Outcome | None, apply: Apply,
+        state: PageState | None = None,
+    ) -> bool:  # fmt: skip
+        """Apply a visit to the leased record and its site, and write both atomically.
 
-        ``state`` is the record after :func:`~scrapy_fresh.frontier.revisit.record_visit`.
-        Returns False, writing nothing, if the lease was lost (it ran out and another
-        worker took the URL, or the record was deleted).
+        ``apply(record, site)`` changes both in place (:func:`visit` passes
+        :func:`~scrapy_fresh.frontier.revisit.record_visit`). ``state`` is the record to
+        start from (the leased one by default); it ends as written. Returns False, writing
+        nothing, if the lease was lost (it ran out and another worker took the URL, or the
+        record was released or deleted). See :meth:`commit_visits`.
         """
-        return self.commit_many([(leased, state, site, outcome)])[0]
+        return self.commit_visits([Visit(leased, outcome, apply, state)])[0]
 
-    def commit_many(
-        self, visits: Iterable[tuple[Leased, PageState, SiteState, Outcome]]
-    ) -> list[bool]:
-        """:meth:`commit` several visits in one atomic script call (one round trip).
+    def commit_visits(self, visits: Iterable[Visit]) -> list[bool]:
+        """Commit visits: per visit the record (with its next due time), its site and
+        its outcome count, lease-checked, in one script call (one round trip) when no
+        other worker changed their sites meanwhile.
 
-        A visit whose lease was lost is left out; the others are written.
+        The site aggregates (Sharma & Dixit's per-site p_c, the validator counters) are
+        read, changed by ``apply`` in Python (the policy maths stays in one place) and
+        written by compare-and-set: a visit whose site another worker changed after it
+        was read is not written; its record is reset, ``apply`` runs again on the
+        current site (which the script returned) and the visit is sent again. So
+        concurrent visits to one host all count, each exactly once. The site value a
+        visit starts from is the one the previous commit of this frontier object saw
+        for the host (every commit returns it), read from Redis only the first time: an
+        uncontended visit costs one round trip, and a value another process changed
+        meanwhile costs one retry, never a lost update. A visit that loses the race
+        :data:`CLAIM_AFTER` times claims the site's turn (the script holds the other
+        visits' updates of that site back until it is written, at most
+        :data:`~scrapy_fresh.store._redis_lua.SITE_TURN_MS`), so no visit starves
+        however busy a site is. After :data:`MAX_SITE_TRIES` tries (a safety net) a
+        visit is written without its site update (logged) rather than not at all. A
+        visit whose lease was lost is left out (False); the others are written (True).
         """
-        priority = self.store.priority
-        args: list[bytes | str] = [self._prefix]
-        for leased, state, site, outcome in visits:
-            if state.key != leased.key:
-                raise ValueError(f"record {state.key} is not the leased URL {leased.key}.")
-            check_site(site)
-            row = encode_record(state, priority(state))
-            args += (row[0], leased.token, *row[1:3], *row[4:],
-                     site.host.encode(), _dumps(vars(site)), Outcome(outcome).value)  # fmt: skip
-        if len(args) == 1:
+        visits = list(visits)
+        records = [v.state if v.state is not None else v.leased.state for v in visits]
+        for visit, record in zip(visits, records, strict=True):
+            if record.key != visit.leased.key:
+                raise ValueError(f"record {record.key} is not the leased URL {visit.leased.key}.")
+        if not visits:
             return []
-        results = self.store._call("commit visits", self._commit, args=args)
-        lost = sum(1 for r in results if int(r) != 1)
+        # record_visit only reassigns fields: a shallow copy resets a record for a retry
+        pristine = [copy.copy(r) for r in records]
+        known = self._site_values
+        missing = [r.host for r in records if r.host not in known]
+        if missing:
+            if len(known) + len(missing) > SITE_CACHE_HOSTS:
+                known.clear()
+            known.update(self.store.read_sites(missing))
+        current = {r.host: known[r.host] for r in records}
+        priority = self.store.priority
+        done = [False] * len(visits)
+        lost = 0
+        todo = list(range(len(visits)))
+        tries = [0] * len(visits)  # conflicts and waits for another visit's turn
+        claims: dict[int, str] = {}
+        waits = 0
+        first = True
+        while todo:
+            args: list[bytes | str] = [self._prefix]
+            chain = dict(current)  # visits of one host in one call build on each other
+            decoded: dict[bytes, SiteState] = {}
+            for i in todo:
+                visit, record = visits[i], records[i]
+                if not first:
+                    record.__dict__.update(pristine[i].__dict__)
+                host = record.host
+                base = chain.get(host)
+                if base is None:
+                    site = SiteState(host)
+                else:
+                    if base not in decoded:
+                        decoded[base] = SiteState.from_dict(json.loads(base))
+                    site = copy.copy(decoded[base])
+                    site.checks = dict(site.checks)
+                before = {**vars(site), "checks": dict(site.checks)}
+                visit.apply(record, site)
+                value = b""
+                if tries[i] >= MAX_SITE_TRIES:
+                    check: bytes | str = "-"
+                    self.site_given_up += 1
+                    logger.warning(
+                        "scrapy_fresh: the site record of %(host)s was busy for %(n)d tries "
+                        "while a visit of %(url)s was being written; the visit is written "
+                        "without its site update.",
+                        {"host": host, "n": MAX_SITE_TRIES, "url": record.url},
+                    )
+                elif base is None:
+                    check, value = "?", encode_site(site)
+                elif vars(site) == before:
+                    check = "-"  # nothing to add: no compare-and-set needed
+                else:
+                    check, value = b"=" + base, encode_site(site)
+                if value:
+                    chain[host] = value
+                row = encode_record(record, priority(record))
+                outcome = "" if visit.outcome is None else Outcome(visit.outcome).value
+                args += (row[0], visit.leased.token, *row[1:3], *row[4:],
+                         host.encode(), check, value, outcome, claims.get(i, ""))  # fmt: skip
+            first = False
+            codes, sites = self.store._call("commit visits", self._commit, args=args)
+            retry = []
+            blocked = False
+            for i, code, now_site in zip(todo, codes, sites, strict=True):
+                code = int(code)
+                host = records[i].host
+                if code:  # the script read the host's site: the value for the next time
+                    known[host] = current[host] = now_site or None
+                if code == 1:
+                    done[i] = True
+                elif code in (-2, -3):
+                    tries[i] += 1
+                    retry.append(i)
+                    if code == -3:
+                        blocked = True
+                    elif tries[i] >= CLAIM_AFTER and i not in claims:
+                        claims[i] = f"{self._claim_id}:{next(self._claim_numbers)}"
+                else:
+                    lost += 1
+            self.site_retries += len(retry)
+            todo = retry
+            if blocked:  # another visit has a site's turn: let it write first
+                waits += 1
+                time.sleep(random.uniform(0.0, min(MAX_SITE_BACKOFF, 0.0001 * 2**waits)))
         if lost:
+            self.leases_lost += lost
             logger.warning(
                 "scrapy_fresh: %(n)d visits were not written: their lease had run out and "
                 "another worker took the URL (raise FRESH_REDIS_LEASE_SECS?)",
                 {"n": lost},
             )
-        return [int(r) == 1 for r in results]
+        return done
+
+    def update_leased(self, leased: Leased, state: PageState) -> bool:
+        """Write ``state`` (new request data, say) as the record of a URL still leased,
+        keeping it in flight under the same lease; False, writing nothing, if the lease
+        was lost. Nothing else (site, outcome counts) is touched."""
+        if state.key != leased.key:
+            raise ValueError(f"record {state.key} is not the leased URL {leased.key}.")
+        record = copy.copy(state)
+        record.status = Status.IN_FLIGHT
+        record.in_flight_since = float(leased.token)
+        row = encode_record(record, self.store.priority(record))
+        args = [self._prefix, row[0], leased.token, *row[1:3], *row[4:], b"", "-", b"", "", ""]
+        codes, _ = self.store._call("update a leased record", self._commit, args=args)
+        return int(codes[0]) == 1
 
     def visit(
         self, leased: Leased, outcome: Outcome, now: float, policy: RevisitPolicy,
-        state: PageState | None = None,
+        state: PageState | None = None, *, check_cost: float = 1.0,
     ) -> PageState | None:  # fmt: skip
         """Apply ``outcome`` to the leased record (and its site) and commit it.
 
@@ -308,9 +481,11 @@ class RedisFrontier:
         lease was lost.
         """
         record = state if state is not None else leased.state
-        site = self.store.get_site(record.host) or SiteState(record.host)
-        record_visit(record, outcome, now, policy, site)
-        return record if self.commit(leased, record, site, outcome) else None
+
+        def apply(page: PageState, site: SiteState) -> None:
+            record_visit(page, outcome, now, policy, site, check_cost=check_cost)
+
+        return record if self.commit_visit(leased, outcome, apply, record) else None
 
     def give_back(self, leased: Leased) -> bool:
         """Return a URL unvisited (it is due again at once); False if the lease was lost."""

@@ -34,6 +34,7 @@ up to date by every store write so that both always agree):
 ``P:hhold``         hash    host -> end of the hold of its request in flight
 ``P:served``        hash    pops per stream (the discovery/refresh mix)
 ``P:outcomes``      hash    committed visits per outcome
+``P:sturn:<h>``     string  a contended visit's turn at host h's site (expires)
 ==================  ======  ======================================================
 """
 
@@ -446,37 +447,83 @@ return {out, #expired, next_host, next_due}
 """
 )
 
-#: The frontier's atomic commit of visits. ARGV: P, then 12 values per visit: key,
-#: lease token, the new record (status, flags, next_due, in_flight_since, priority, host,
-#: json), site host, site JSON, outcome. Returns per visit 1, 0 (no record any more) or
-#: -1 (lease lost: nothing of that visit is written, another worker holds the URL or it
-#: was released).
+#: How long (ms) a worker's turn at a contended site lasts at most (see COMMIT).
+SITE_TURN_MS = 1000
+
+#: The frontier's atomic commit of visits. ARGV: P, then 14 values per visit: key, lease
+#: token (``*``: no lease check), the new record (status, flags, next_due,
+#: in_flight_since, priority, host, json), site host, site check, site JSON, outcome
+#: (empty: not counted), turn claim (empty: none).
+#:
+#: The site check makes the site update a compare-and-set: ``-`` leaves the site alone,
+#: ``?`` writes it only if the host has no site record yet, ``=`` followed by the stored
+#: site value writes it only if that value is still the stored one. A visit that keeps
+#: losing the race asks for the site's turn with a claim: on its next conflict the
+#: script gives it the turn (``P:sturn:<host>``, for :data:`SITE_TURN_MS` at most) if
+#: nobody has it, and while it has it other visits do not change that site, so its next
+#: try succeeds; the turn ends when the visit is written (or its lease found lost).
+#:
+#: Returns ``{codes, sites}``: per visit code 1 (written), 0 (no record any more), -1
+#: (lease lost: another worker holds the URL, or it was released), -2 (the site changed
+#: since it was read) or -3 (another visit has the site's turn); nothing of a visit that
+#: is not written is written. A visit whose record is already exactly the new one counts
+#: as written (a retried call whose first try went through). ``sites`` has, per visit,
+#: the host's site value after it ('' if none, or if the record is gone), for the next
+#: compare-and-set.
 COMMIT = (
     _PRELUDE
     + r"""
-local out = {}
-for b = 2, #ARGV, 12 do
+local K_SITES = P .. ':sites'
+local codes, sites = {}, {}
+for b = 2, #ARGV, 14 do
   local key, token = ARGV[b], ARGV[b + 1]
+  local shost, check, claim = ARGV[b + 9], ARGV[b + 10], ARGV[b + 13]
+  local code, now_site, turn_key, turn = 1, false, nil, false
   local old = redis.call('HGET', K_PAGES, key)
   if not old then
-    out[#out + 1] = 0
+    code = 0
   else
     local r = parse(old)
-    if r.s ~= '2' or r.ifs ~= token then
-      out[#out + 1] = -1
-    else
+    local nr = {s = ARGV[b + 2], f = ARGV[b + 3], d = r.d, nd = ARGV[b + 4],
+                ifs = ARGV[b + 5], pr = ARGV[b + 6], host = ARGV[b + 7], body = ARGV[b + 8]}
+    if shost ~= '' then now_site = redis.call('HGET', K_SITES, shost) end
+    if token ~= '*' and (r.s ~= '2' or r.ifs ~= token) then
+      if old == build(nr) then code = 2 else code = -1 end
+    elseif check ~= '-' then
+      turn_key = P .. ':sturn:' .. shost
+      turn = redis.call('GET', turn_key)
+      if turn and turn ~= claim then
+        code = -3
+      elseif (check == '?' and now_site) or (check ~= '?' and now_site ~= string.sub(check, 2)) then
+        code = -2
+        if claim ~= '' and not turn then
+          redis.call('SET', turn_key, claim, 'PX', """
+    + str(SITE_TURN_MS)
+    + r""")
+        end
+      end
+    end
+    if code == 1 then
       unindex(key, r)
-      local nr = {s = ARGV[b + 2], f = ARGV[b + 3], d = r.d, nd = ARGV[b + 4],
-                  ifs = ARGV[b + 5], pr = ARGV[b + 6], host = ARGV[b + 7], body = ARGV[b + 8]}
       redis.call('HSET', K_PAGES, key, build(nr))
       index(key, nr)
-      redis.call('HSET', P .. ':sites', ARGV[b + 9], ARGV[b + 10])
-      redis.call('HINCRBY', P .. ':outcomes', ARGV[b + 11], 1)
-      out[#out + 1] = 1
+      if check ~= '-' then
+        now_site = ARGV[b + 11]
+        redis.call('HSET', K_SITES, shost, now_site)
+      end
+      if ARGV[b + 12] ~= '' then redis.call('HINCRBY', P .. ':outcomes', ARGV[b + 12], 1) end
+    elseif code == 2 then
+      code = 1
     end
   end
+  if claim ~= '' and code >= -1 then  -- the visit is done with: its turn ends
+    turn_key = P .. ':sturn:' .. shost
+    if redis.call('GET', turn_key) == claim then redis.call('DEL', turn_key) end
+  end
+  codes[#codes + 1] = code
+  sites[#sites + 1] = now_site or ''
 end
-return out
+return {codes, sites}
 """
 )
 

@@ -26,6 +26,15 @@ days), its last ``--rss-days`` (61, as Xu et al.'s two months), hourly crawl cyc
 pages; a liar restamps every page at every read, so hourly reads over years would take
 hours).
 
+With ``--lie quiet`` the liars lie about when their pages are *quiet* instead
+(:mod:`scrapy_fresh.simulator.publishers`): every answer of theirs says ``max-age`` of a
+week while the pages keep changing, their super pages announce a yearly schedule, and they
+publish no sitemap; honest super pages then also say they are quiet until just before
+their next change. These claims keep pages from being fetched, so they matter most when
+due times decide what is fetched: ``--no-fill`` fetches due pages only (no
+:setting:`FRESH_CYCLE_FILL`, as a crawl without a budget does), where with the fill a
+budget left over goes to the pages not due yet, best score first, whatever their claims.
+
 With ``--seeds`` (``0-4`` or ``0,3,7``) only the rows the trust goal needs run (``auto``,
 ``liars, trust``, ``liars ignored``), once per seed: the seed draws the levels, the
 announcements and which hosts lie, and on rss2023, where one host (YouTube) holds a
@@ -40,6 +49,7 @@ Usage::
     python bench/provider_signals.py --traces rss2023 --budgets 1
     python bench/provider_signals.py --seeds 0-5          # the distribution (about 35 min)
     python bench/provider_signals.py --traces rss2023 --budgets 1 --lie-stamp day
+    python bench/provider_signals.py --lie quiet --no-fill   # quiet lies (about 10 min)
 
 Prints markdown tables and PASS/MISS lines on stdout.
 """
@@ -53,9 +63,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from scrapy_fresh.frontier.scoring import ScoreParams
+from scrapy_fresh.providers.signals import Signals
 from scrapy_fresh.simulator import ProviderMix, SimConfig, load_trace, run
 from scrapy_fresh.simulator.engine import Context, Result
-from scrapy_fresh.simulator.publishers import LIE_STAMPS
+from scrapy_fresh.simulator.publishers import LIE_STAMPS, LIES
 from scrapy_fresh.simulator.signalled import SignalledFresh
 from scrapy_fresh.simulator.trace import DAY, Trace
 
@@ -69,11 +81,19 @@ class LiarsIgnored(SignalledFresh):
         super().__init__(ctx)
         self.readers = [h for h in self.readers if h not in self.publishers.liars]
 
+    def own_signals(self, url: str, now: float) -> Signals:
+        if self.publishers.host_of.get(url) in self.publishers.liars:
+            return Signals()  # nor are their pages' own claims
+        return super().own_signals(url, now)
 
-class DayStamped(SignalledFresh):
-    """Lying sitemaps stamp today's date (midnight UTC) rather than the read time."""
 
-    lie_stamp = "day"
+def policy_class(row: Row, args: argparse.Namespace) -> type[SignalledFresh]:
+    """The replayed policy of a row with publishers: what the liars lie about
+    (``--lie``), what a lying sitemap stamps (``--lie-stamp``), and whether the liars'
+    documents are read at all."""
+    base = LiarsIgnored if row.ignore_liars else SignalledFresh
+    attrs = {"lie": args.lie, "lie_stamp": args.lie_stamp}
+    return type(base.__name__, (base,), attrs)
 
 
 @dataclass(frozen=True)
@@ -124,19 +144,17 @@ def replay(
         step_secs=step,
         seed=args.seed if seed is None else seed,
         providers=ProviderMix(**shares),
+        score=ScoreParams(fill=not args.no_fill),
     )
     seen: dict[str, object] = {}
 
     def factory(ctx: Context) -> SignalledFresh | object:
         from scrapy_fresh.simulator.policies import POLICIES
 
-        policy: object
-        if row.ignore_liars:
-            policy = LiarsIgnored(ctx)
-        elif row.signals != "off" and args.lie_stamp == "day":
-            policy = DayStamped(ctx)
+        if row.signals == "off":
+            policy: object = POLICIES["fresh"](ctx)
         else:
-            policy = POLICIES["fresh"](ctx)
+            policy = policy_class(row, args)(ctx)
         seen["policy"] = policy
         return policy
 
@@ -361,6 +379,19 @@ def main() -> int:
         help="what a lying sitemap stamps: the read time (now) or today's date (day)",
     )
     parser.add_argument(
+        "--lie",
+        choices=LIES,
+        default="sitemap",
+        help="what the liars lie about: updates (sitemap lastmod, hourly schedules) or "
+        "quiet times (a week's max-age/ttl on pages that keep changing, yearly schedules)",
+    )
+    parser.add_argument(
+        "--no-fill",
+        action="store_true",
+        help="fetch due pages only (FRESH_CYCLE_FILL off, or no FRESH_CYCLE_BUDGET): due "
+        "times decide, as in a crawl without a budget",
+    )
+    parser.add_argument(
         "--seeds",
         default=None,
         help="run the trust rows once per seed (0-4, 0,3,7) and report their spread",
@@ -371,7 +402,8 @@ def main() -> int:
         f"python {platform.python_version()} on {platform.machine()}, {platform.system()}; "
         f"smart {args.smart_share:g}, super {args.super_share:g} (precision "
         f"{args.precision:g}), liars {args.liar_share:g} of the hosts "
-        f"(sitemap stamp: {args.lie_stamp}), "
+        f"(lie: {args.lie}, sitemap stamp: {args.lie_stamp}), "
+        f"{'due pages only (no fill)' if args.no_fill else 'cycle fill on'}, "
         + (f"seeds {args.seeds}\n" if seeds else f"seed {args.seed}\n")
     )
 

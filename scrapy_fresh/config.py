@@ -162,6 +162,7 @@ class FreshConfig:
     trust: bool = True
     trust_threshold: float = 0.5
     trust_recover: float = 0.6
+    trust_quiet_evidence: float = 3.0
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> FreshConfig:
@@ -272,6 +273,7 @@ class FreshConfig:
             trust=_flag(settings, "FRESH_TRUST"),
             trust_threshold=_number(settings, "FRESH_TRUST_THRESHOLD", low=0.0, high=1.0),
             trust_recover=_number(settings, "FRESH_TRUST_RECOVER", low=0.0, high=1.0),
+            trust_quiet_evidence=_number(settings, "FRESH_TRUST_QUIET_EVIDENCE", low=0.0),
         )
         config._check_combinations()
         return config

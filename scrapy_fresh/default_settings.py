@@ -88,6 +88,9 @@ FRESH_PROGRESS_SECS = 30.0
 FRESH_SQLITE_PATH = "fresh/%(spider)s.sqlite"
 #: Learn per host and signal kind whether a provider's signals hold; ignore them if not.
 FRESH_TRUST = True
+#: Judged quiet claims (max-age, Expires, <ttl>, skip windows) a host needs before they
+#: defer its pages by half the claimed time (0: defer as far as the judged ones allow).
+FRESH_TRUST_QUIET_EVIDENCE = 3.0
 #: Trust (0-1) at or above which a demoted host's signals are used again.
 FRESH_TRUST_RECOVER = 0.6
 #: Trust (0-1) below which a host's signals of one kind are ignored.

@@ -44,7 +44,7 @@ from scrapy_fresh.policy.trust import TrustParams
 from scrapy_fresh.providers.discovery import ROBOTS_MAX_BYTES, DiscoveryLimits, SitemapDiscovery
 from scrapy_fresh.providers.document import looks_like_document, parse_document
 from scrapy_fresh.providers.http import header_signals
-from scrapy_fresh.providers.ledger import TrustLedger
+from scrapy_fresh.providers.ledger import QUIET_KIND, TrustLedger
 from scrapy_fresh.providers.meta import meta_signals
 from scrapy_fresh.providers.safexml import Limits
 from scrapy_fresh.providers.signals import (
@@ -161,7 +161,8 @@ class FreshProviderMiddleware:
     :setting:`FRESH_PROVIDER_MAX_ENTRIES`, :setting:`FRESH_PROVIDER_SITEMAPS`,
     :setting:`FRESH_PROVIDER_FETCH_ROBOTS`, :setting:`FRESH_PROVIDER_MAX_SITEMAPS`,
     :setting:`FRESH_PROVIDER_MAX_SITEMAP_DEPTH`, :setting:`FRESH_TRUST`,
-    :setting:`FRESH_TRUST_THRESHOLD`, :setting:`FRESH_TRUST_RECOVER`.
+    :setting:`FRESH_TRUST_THRESHOLD`, :setting:`FRESH_TRUST_RECOVER`,
+    :setting:`FRESH_TRUST_QUIET_EVIDENCE`.
     Meta keys: :reqmeta:`fresh_updates`, :reqmeta:`fresh_schedule`,
     :reqmeta:`fresh_sitemap`, :reqmeta:`fresh_robots`.
     Stats: ``fresh/providers/*`` and ``fresh/trust/*`` (:doc:`/reference/stats`).
@@ -178,7 +179,11 @@ class FreshProviderMiddleware:
             max_decompressed_bytes=config.provider_max_inflated_bytes,
             max_entries=config.provider_max_entries,
         )
-        self.params = TrustParams(threshold=config.trust_threshold, recover=config.trust_recover)
+        self.params = TrustParams(
+            threshold=config.trust_threshold,
+            recover=config.trust_recover,
+            quiet_evidence=config.trust_quiet_evidence,
+        )
         self._tracker: SignalTracker | None = None
         self._records = _Records(runtime)
         #: key -> (request meta, record URL) of a visit under way.
@@ -548,6 +553,9 @@ class FreshProviderMiddleware:
             self._tell_scheduler([state])
 
     def _log_trust_change(self, host: str, kind: str, demoted: bool, score: float) -> None:
+        if kind == QUIET_KIND:
+            self._log_quiet_trust_change(host, demoted, score)
+            return
         if demoted:
             logger.warning(
                 "scrapy_fresh: %(kind)s signals of %(host)s are not trusted any more "
@@ -561,6 +569,25 @@ class FreshProviderMiddleware:
                 "scrapy_fresh: %(kind)s signals of %(host)s are trusted again "
                 "(trust %(score).2f).",
                 {"kind": kind, "host": host, "score": score},
+                extra={"spider": self.crawler.spider},
+            )
+
+    def _log_quiet_trust_change(self, host: str, demoted: bool, score: float) -> None:
+        if demoted:
+            logger.warning(
+                "scrapy_fresh: quiet claims of %(host)s (max-age, Expires, ttl, "
+                "skipHours/skipDays) are not trusted any more: its pages changed inside "
+                "the times it said they would not (trust %(score).2f below "
+                "FRESH_TRUST_THRESHOLD); they are fetched at their own refresh times "
+                "until the claims prove right again.",
+                {"host": host, "score": score},
+                extra={"spider": self.crawler.spider},
+            )
+        else:
+            logger.info(
+                "scrapy_fresh: quiet claims of %(host)s are trusted again (trust "
+                "%(score).2f); they may defer its pages again as far as they have earned.",
+                {"host": host, "score": score},
                 extra={"spider": self.crawler.spider},
             )
 

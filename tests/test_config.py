@@ -64,6 +64,8 @@ def test_values_are_parsed():
         ({"FRESH_NEW_URL_SHARE": True}, ["FRESH_NEW_URL_SHARE", "boolean"]),
         ({"FRESH_FINGERPRINT_FIELDS": 3}, ["FRESH_FINGERPRINT_FIELDS"]),
         ({"FRESH_PRIORITY_WINDOW_CYCLES": 1}, ["FRESH_PRIORITY_WINDOW_CYCLES", "at least 2"]),
+        ({"FRESH_TRUST_QUIET_EVIDENCE": -1}, ["FRESH_TRUST_QUIET_EVIDENCE", "at least 0"]),
+        ({"FRESH_TRUST_QUIET_EVIDENCE": "many"}, ["FRESH_TRUST_QUIET_EVIDENCE", "'many'"]),
     ],
 )
 def test_bad_values_name_the_setting(settings, names):

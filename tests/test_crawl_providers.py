@@ -315,3 +315,83 @@ def test_pushed_notification_gets_the_page_fetched_in_the_next_cycle(
     host = f"127.0.0.1:{server.port}"
     assert ledger[("push", host)].record.observations == 1
     assert ledger[("http-lastmod", host)].record.confirmed > 0
+
+
+WEEK = 7 * 86400.0
+
+
+def test_lying_max_age_is_judged_demoted_and_pages_fetched_at_their_own_rate(
+    crawl: Any, tmp_path: Path
+) -> None:
+    """Every article says ``Cache-Control: max-age`` of a week, and changes within a day.
+    Followed to the letter the claim would hide itself (the pages next seen a week
+    later); a host whose quiet claims were never judged defers nothing, so the pages are
+    fetched at their own due time, inside the claimed week, and the changes found break
+    the claims: the host's quiet claims are demoted and the pages keep their own rate."""
+    db = tmp_path / "s.sqlite"
+    site = news.NewsSite(max_age=int(WEEK))
+    with news.NewsServer(site) as server:
+        host = f"127.0.0.1:{server.port}"
+        first = crawl(
+            {"settings": settings(db), "start": start(server, *ARTICLES)}, tmp_path / "c1"
+        )
+        assert first.stat("fresh/providers/quiet/claims") == 5
+        assert first.stat("fresh/providers/quiet/deferred") == 0
+        after1 = records(db)
+        for path in ARTICLES:  # due at their own time (a day), not in a week
+            state = after1[path]
+            assert state.next_due == pytest.approx(state.last_crawl + state.refresh_secs)
+            assert state.next_due < state.last_crawl + 2 * 86400
+        time.sleep(1.1)
+        for path in ARTICLES:
+            site.change(path)  # inside the week the answers promised
+        second = crawl(
+            {"settings": settings(db), "clock_offset": 86400.0 + 60, "start": []},
+            tmp_path / "c2",
+        )
+        assert second.stat("fresh/changed") == 5  # fetched at their own due time
+        assert second.stat("fresh/trust/quiet/broken") == 5
+        assert second.stat("fresh/trust/quiet/kept") == 0
+        assert second.stat("fresh/trust/quiet/demoted") == 1
+        assert f"quiet claims of {host}" in second.log
+        assert trust(db)[("cache", host)].record.demoted
+        after2 = records(db)
+        for path in ARTICLES:  # the host still says "a week": its pages keep their own rate
+            state = after2[path]
+            assert state.next_due == pytest.approx(state.last_crawl + state.refresh_secs)
+            assert state.next_due < state.last_crawl + 86400
+        # the next cycle at their own due time fetches them again
+        due_at = max(after2[path].next_due for path in ARTICLES)
+        before = {path: site.requests(path) for path in ARTICLES}
+        third = crawl(
+            {"settings": settings(db), "clock_offset": due_at - time.time() + 60, "start": []},
+            tmp_path / "c3",
+        )
+        assert all(site.requests(path) == before[path] + 1 for path in ARTICLES)
+        assert third.stat("fresh/providers/quiet/deferred") == 0
+
+
+def test_honest_max_age_earns_a_bounded_deferral(crawl: Any, tmp_path: Path) -> None:
+    """The same week-long ``max-age`` on articles that keep still: the visits at their
+    own due time find them unchanged, the claims are kept, and the next due times move
+    into the claimed week by the share the host earned, never to its end."""
+    db = tmp_path / "s.sqlite"
+    site = news.NewsSite(max_age=int(WEEK))
+    with news.NewsServer(site) as server:
+        host = f"127.0.0.1:{server.port}"
+        crawl({"settings": settings(db), "start": start(server, *ARTICLES)}, tmp_path / "c1")
+        second = crawl(
+            {"settings": settings(db), "clock_offset": 86400.0 + 60, "start": []},
+            tmp_path / "c2",
+        )
+        assert second.stat("fresh/unchanged") == 5
+        assert second.stat("fresh/trust/quiet/kept") == 5
+        assert second.stat("fresh/trust/quiet/broken") == 0
+        assert second.stat("fresh/providers/quiet/deferred") >= 4  # once the first was judged
+        record = trust(db)[("cache", host)].record
+        assert not record.demoted
+        after = records(db)
+        for path in ARTICLES[1:]:
+            state = after[path]
+            own = state.last_crawl + state.refresh_secs
+            assert own < state.next_due < state.last_crawl + WEEK

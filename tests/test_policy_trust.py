@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 
@@ -16,7 +17,12 @@ from scrapy_fresh.policy.trust import (
     TrustRecord,
     change_chance,
     confirmed_share,
+    deferred_due,
     observe,
+    observe_quiet,
+    quiet_seconds,
+    quiet_share,
+    quiet_weight,
     trust_score,
     weighted_probability,
 )
@@ -286,6 +292,7 @@ def test_an_announcement_is_as_probable_as_the_host_is_believed(
         ({"threshold": 0.7, "recover": 0.6}, "recover"),
         ({"prior_confirmed": 0}, "prior_confirmed"),
         ({"missed_weight": 2}, "missed_weight"),
+        ({"quiet_evidence": -1}, "quiet_evidence"),
     ],
 )
 def test_bad_params_are_refused(kwargs: dict[str, float], word: str) -> None:
@@ -298,3 +305,171 @@ def test_bad_inputs_are_refused() -> None:
         observe(TrustRecord(), Evidence.CONFIRMED, weight=1.5)
     with pytest.raises(TypeError, match="Evidence"):
         observe(TrustRecord(), "confirmed")  # type: ignore[arg-type]
+
+
+# -- quiet claims: max-age, Expires, ttl, skipHours/skipDays ------------------------------
+
+quiet_steps = st.lists(
+    st.tuples(st.booleans(), weights, weights), max_size=60
+)  # changed, quiet fraction, chance
+
+
+def replay_quiet(history: list[tuple[bool, float, float]], p: TrustParams) -> TrustRecord:
+    record = TrustRecord()
+    for changed, f, q in history:
+        record = observe_quiet(record, f, changed, p, q)
+    return record
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.floats(min_value=0.0, max_value=1.0, exclude_min=True, exclude_max=True),
+    weights,
+    weights,
+)
+def test_quiet_share_is_bayes_rule_and_moves_the_right_way(m: float, f: float, q: float) -> None:
+    """A kept claim never lowers the score, a broken one never raises it; the closed
+    form is the likelihood of "the page changes only outside the quiet time"."""
+    kept, broken = quiet_share(m, f, q, False), quiet_share(m, f, q, True)
+    assert broken == (0.0 if f == 1.0 else m)
+    assert m - 1e-12 <= kept <= 1.0
+    q_out = -math.expm1((1.0 - f) * math.log1p(-q)) if q < 1.0 else 1.0
+    if 1e-9 < q < 1.0:
+        assert kept == pytest.approx(m * (1 - q_out) / (m * (1 - q_out) + (1 - m) * (1 - q)))
+
+
+def test_a_change_inside_the_quiet_time_refutes_and_one_outside_tells_nothing() -> None:
+    m = trust_score(TrustRecord())
+    assert quiet_share(m, 1.0, 0.3, True) == 0.0
+    assert quiet_share(m, 1.0, 0.0, True) == 0.0  # even on a page never seen to change
+    # a change the visit found after the quiet time may have come after it: no news,
+    # not even counted (an honest quiet time ends at the next change)
+    assert quiet_share(m, 0.99, 0.3, True) == pytest.approx(m)
+    assert observe_quiet(TrustRecord(), 0.99, True) == TrustRecord()
+    assert quiet_share(m, 0.0, 0.3, False) == pytest.approx(m)
+    # kept where the page would surely have changed: full confirmation
+    assert quiet_share(m, 1.0, 1.0, False) == pytest.approx(1.0)
+    # the observation counts as much as the claim covered of the interval
+    assert observe_quiet(TrustRecord(), 0.25, False, chance=0.5).evidence == pytest.approx(0.25)
+
+
+@settings(max_examples=200, deadline=None)
+@given(quiet_steps)
+def test_quiet_weight_is_a_bounded_share_never_above_the_score(
+    history: list[tuple[bool, float, float]],
+) -> None:
+    p = TrustParams()
+    record = replay_quiet(history, p)
+    w = quiet_weight(record, p)
+    assert 0.0 <= w < 1.0
+    assert w <= trust_score(record, p)  # the sceptical prior: never more than the score
+    if record.demoted:
+        assert w == 0.0
+
+
+def test_quiet_weight_starts_at_zero_and_is_earned_by_kept_claims() -> None:
+    p = TrustParams()
+    record, seen = TrustRecord(), []
+    for _ in range(30):
+        seen.append(quiet_weight(record, p))
+        record = observe_quiet(record, 1.0, False, p, chance=0.5)
+    assert seen[0] == 0.0
+    assert all(b > a for a, b in itertools.pairwise(seen))  # each kept claim earns more
+    assert 0.8 < seen[-1] < 1.0
+    # the sceptical prior's strength is the setting: more evidence asked, less deferral
+    strict = TrustParams(quiet_evidence=30.0)
+    assert quiet_weight(record, strict) < quiet_weight(record, p)
+    assert quiet_weight(TrustRecord(confirmed=3.0), TrustParams(quiet_evidence=0.0)) == 1.0
+    assert quiet_weight(TrustRecord(), TrustParams(quiet_evidence=0.0)) == 0.0
+
+
+@pytest.mark.parametrize("q", [0.0, 0.3, 0.6, 0.9])
+def test_a_host_whose_pages_change_inside_its_quiet_times_is_demoted_in_four(q: float) -> None:
+    """Whatever the page's rate, a change found inside the claimed quiet time refutes in
+    full: the verification visits a never-judged host gets (weight 0) demote a liar
+    after four, before its claims deferred anything."""
+    p = TrustParams()
+    record = TrustRecord()
+    deferred, judged = 0.0, 0
+    while not record.demoted and judged < 10:
+        deferred += quiet_weight(record, p)
+        record = observe_quiet(record, 1.0, True, p, q)
+        judged += 1
+    assert judged == 4
+    assert deferred == 0.0
+    assert quiet_weight(record, p) == 0.0
+
+
+def test_an_honest_host_that_turns_liar_loses_its_deferral() -> None:
+    p = TrustParams()
+    record = TrustRecord()
+    for _ in range(40):
+        record = observe_quiet(record, 1.0, False, p, chance=0.5)
+    earned = quiet_weight(record, p)
+    for _ in range(60):
+        record = observe_quiet(record, 1.0, True, p, chance=0.5)
+    assert earned > 0.8
+    assert record.demoted
+    assert quiet_weight(record, p) == 0.0
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.floats(min_value=-1e9, max_value=1e9),
+    st.floats(min_value=-1e9, max_value=1e9),
+    weights,
+    weights,
+)
+def test_deferred_due_stays_between_the_own_and_the_claimed_time(
+    own: float, claimed: float, w: float, w2: float
+) -> None:
+    due = deferred_due(own, claimed, w)
+    assert own <= due <= max(own, claimed)
+    if w <= w2:
+        assert due <= deferred_due(own, claimed, w2)
+    assert deferred_due(own, claimed, 0.0) == own
+    assert deferred_due(own, claimed, 1.0) == max(own, claimed)
+
+
+def brute_quiet(
+    start: float, end: float, until: float | None, hours: frozenset[int], days: frozenset[int]
+) -> float:
+    """quiet_seconds by one-second steps (small intervals only)."""
+    total = 0
+    for t in range(int(start) + 1, int(end) + 1):
+        hour = (t - 1) // 3600  # the second (t - 1, t]
+        quiet = (until is not None and t <= until) or (
+            len(hours) < 24
+            and len(days) < 7
+            and (hour % 24 in hours or (hour // 24 + 3) % 7 in days)
+        )
+        total += quiet
+    return float(total)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(min_value=0, max_value=20 * 86400),
+    st.integers(min_value=0, max_value=3 * 86400),
+    st.one_of(st.none(), st.integers(min_value=0, max_value=24 * 86400)),
+    st.frozensets(st.integers(min_value=0, max_value=23), max_size=6),
+    st.frozensets(st.integers(min_value=0, max_value=6), max_size=2),
+)
+def test_quiet_seconds_counts_the_claimed_quiet_time(
+    start: int, length: int, until: int | None, hours: frozenset[int], days: frozenset[int]
+) -> None:
+    end = start + length
+    got = quiet_seconds(float(start), float(end), until=until, hours=hours, days=days)
+    assert got == pytest.approx(brute_quiet(start, end, until, hours, days))
+
+
+def test_quiet_seconds_over_long_spans_uses_the_weekly_pattern() -> None:
+    year = 365 * 86400.0
+    sundays = quiet_seconds(0.0, year, days=frozenset({6}))
+    assert sundays == pytest.approx(52 * 86400.0, rel=0.02)
+    nights = quiet_seconds(1234.5, 1234.5 + year, hours=frozenset(range(6)))
+    assert nights == pytest.approx(year / 4, rel=1e-3)
+    # a window covering every hour says nothing
+    assert quiet_seconds(0.0, 86400.0, hours=frozenset(range(24))) == 0.0
+    # the not-before part counts from when the claim was made
+    assert quiet_seconds(0.0, 100.0, claimed_at=40.0, until=70.0) == 30.0

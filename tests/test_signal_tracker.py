@@ -4,6 +4,7 @@ tests/test_crawl_providers.py."""
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 
 import pytest
@@ -11,8 +12,14 @@ import pytest
 from scrapy_fresh.frontier.revisit import Outcome, RevisitPolicy, record_visit
 from scrapy_fresh.keys import url_key
 from scrapy_fresh.policy.trust import TrustParams
-from scrapy_fresh.providers.ledger import iter_trust
-from scrapy_fresh.providers.signals import AnnouncedUpdate, PastUpdate, Signals
+from scrapy_fresh.providers.ledger import QuietClaim, iter_trust
+from scrapy_fresh.providers.signals import (
+    AnnouncedUpdate,
+    NotBefore,
+    PastUpdate,
+    QuietWindow,
+    Signals,
+)
 from scrapy_fresh.providers.tracker import SignalTracker
 from scrapy_fresh.store.base import PageState, Provider, SiteState, Status
 from scrapy_fresh.store.memory import MemoryStore
@@ -240,3 +247,146 @@ def test_a_page_with_no_change_seen_yet_borrows_its_hosts_rate(store):
     assert record.observations == 1
     assert record.refuted > 0.25  # mostly no news: about the prior's share
     assert tracker.ledger.score(HOST, "sitemap") == pytest.approx(2 / 3, abs=0.02)
+
+
+# -- quiet claims: max-age, Expires, ttl, skipHours/skipDays ------------------------------
+
+WEEK = 7 * DAY
+
+
+def max_age(url: str, until: float) -> Signals:
+    return Signals(not_before=[NotBefore(url, until, "cache")])
+
+
+def fetch(
+    store: MemoryStore,
+    tracker: SignalTracker,
+    state: PageState,
+    at: float,
+    outcome: Outcome,
+    own: Signals | None = None,
+    last_modified: str | None = None,
+) -> PageState:
+    """A visit whose answer carries ``own`` signals (its headers), as the middleware
+    hands them to the tracker: snapshot, answer, refresh rule, judgment, store."""
+    tracker.before_visit(state)
+    if own is not None:
+        tracker.add_own(state.key, own)
+    if last_modified is not None:
+        state.last_modified = last_modified
+    record_visit(state, outcome, at, RevisitPolicy(), SiteState(HOST))
+    tracker.after_visit(state, outcome, at)
+    store.put(state)
+    return state
+
+
+def first_fetch(store: MemoryStore, tracker: SignalTracker, url: str, own: Signals) -> PageState:
+    state = PageState(url_key(url), url, host=HOST, status=Status.QUEUED)
+    return fetch(store, tracker, state, 0.0, Outcome.NEW, own)
+
+
+def test_a_quiet_claim_of_a_host_never_judged_defers_nothing_and_waits_to_be_judged(store):
+    tracker, counts = stats_tracker(store)
+    state = first_fetch(store, tracker, URL, max_age(URL, WEEK))
+    assert state.next_due == DAY  # its own due time (the refresh rule's), not a week
+    assert counts["fresh/providers/quiet/claims"] == 1
+    assert counts["fresh/providers/quiet/deferred"] == 0
+    kept = tracker.ledger.quiet_claim(state.key)  # in the store, for a later run
+    assert kept == QuietClaim(claimed_at=0.0, own_due=DAY, until=WEEK)
+    # a claim that does not reach past the own due time has nothing to defer or judge
+    short = "http://news.example/short"
+    first_fetch(store, tracker, short, max_age(short, 600.0))
+    assert counts["fresh/providers/quiet/claims"] == 1
+    assert tracker.ledger.quiet_claim(url_key(short)) is None
+
+
+def test_pages_changing_inside_their_max_age_get_the_host_demoted_and_fetched_at_their_own_rate(
+    store,
+):
+    changes: list[tuple[str, str, bool]] = []
+    tracker, counts = stats_tracker(
+        store,
+        on_trust_change=lambda host, kind, demoted, score: changes.append((host, kind, demoted)),
+    )
+    urls = [f"http://{HOST}/{n}" for n in range(6)]
+    pages = [first_fetch(store, tracker, url, max_age(url, WEEK)) for url in urls]
+    for page, url in zip(pages, urls, strict=True):  # "a week", and each page changed within a day
+        assert page.next_due == DAY
+        fetch(store, tracker, page, DAY, Outcome.CHANGED, max_age(url, DAY + WEEK))
+    assert counts["fresh/trust/quiet/broken"] == 6
+    assert counts["fresh/trust/quiet/kept"] == 0
+    assert changes == [(HOST, "cache", True)]  # demoted after four
+    assert counts["fresh/trust/quiet/demoted"] == counts["fresh/trust/demoted"] == 1
+    assert tracker.ledger.record(HOST, "cache").demoted
+    assert counts["fresh/providers/quiet/deferred"] == 0  # never deferred a page at all
+    for page in pages:  # the lie goes on: each page is due at its own time
+        assert page.next_due == page.last_crawl + page.refresh_secs < DAY + WEEK
+    # without trust every quiet claim is followed in full (and nothing is judged)
+    blind, blind_counts = stats_tracker(MemoryStore(), trust=False)
+    other = first_fetch(blind.store, blind, URL, max_age(URL, WEEK))  # type: ignore[arg-type]
+    assert other.next_due == WEEK
+    assert not any(name.startswith("fresh/trust/") for name in blind_counts)
+
+
+def test_kept_quiet_claims_earn_a_deferral_bounded_by_the_claimed_time(store):
+    tracker, counts = stats_tracker(store)
+    state = first_fetch(store, tracker, URL, Signals())
+    at = 0.0
+    for _ in range(4):  # a page seen to change: a change is its own rate's doing
+        at = state.next_due
+        state = fetch(store, tracker, state, at, Outcome.CHANGED)
+    shares = []
+    for _ in range(8):  # now it says "quiet for a week", and keeps its word
+        claim_end = at + WEEK
+        state = fetch(store, tracker, state, at, Outcome.UNCHANGED, max_age(URL, claim_end))
+        own = at + state.refresh_secs
+        assert own <= state.next_due < claim_end  # inside the claimed time: it is checked
+        shares.append((state.next_due - own) / (claim_end - own))
+        at = state.next_due
+    assert shares[0] == 0.0  # the first claim was not judged yet
+    assert all(b > a for a, b in itertools.pairwise(shares))  # each kept claim earns more
+    assert counts["fresh/trust/quiet/kept"] == 7
+    assert counts["fresh/providers/quiet/deferred"] == 7
+    assert not tracker.ledger.record(HOST, "cache").demoted
+
+
+def test_a_quiet_claim_made_in_one_run_is_judged_in_the_next(store):
+    first, _ = stats_tracker(store)
+    state = first_fetch(store, first, URL, max_age(URL, WEEK))
+    later, counts = stats_tracker(store)  # a new run: nothing in memory
+    fetch(store, later, store.get(state.key), DAY, Outcome.CHANGED)
+    assert counts["fresh/trust/quiet/broken"] == 1
+    assert later.ledger.record(HOST, "cache").refuted == pytest.approx(1.0)
+    # judged once: the next visit does not judge the same claim again
+    fetch(store, later, store.get(state.key), 2 * DAY, Outcome.CHANGED)
+    assert counts["fresh/trust/quiet/broken"] == 1
+
+
+def test_a_not_modified_answer_keeps_the_lifetime_of_the_copy_it_validated(store):
+    tracker, counts = stats_tracker(store)
+    state = first_fetch(store, tracker, URL, max_age(URL, WEEK))
+    state = fetch(store, tracker, state, DAY, Outcome.NOT_MODIFIED)  # a 304: no headers read
+    assert counts["fresh/trust/quiet/kept"] == 1
+    claim = tracker.ledger.quiet_claim(state.key)
+    assert claim is not None
+    assert (claim.claimed_at, claim.until) == (DAY, DAY + WEEK)  # freshened, RFC 9111 4.3.4
+
+
+def test_skip_hours_are_judged_by_when_the_change_was_made(store):
+    """``<skipHours>`` 0-5 UTC: a Last-Modified inside those hours breaks the claim; one
+    outside them tells nothing about it (earlier changes may have come in them or not)."""
+    tracker, counts = stats_tracker(store)
+    seen = []
+    for url, last_modified in (
+        (URL, "Fri, 02 Jan 1970 00:30:00 GMT"),  # 24.5 h: inside the quiet hours
+        (f"http://{HOST}/b", "Thu, 01 Jan 1970 12:00:00 GMT"),  # noon: outside
+    ):
+        night = Signals(quiet=[QuietWindow(url, frozenset(range(6)), frozenset(), "cache")])
+        state = PageState(url_key(url), url, host=HOST, status=Status.QUEUED)
+        state = fetch(store, tracker, state, 3600.0, Outcome.NEW, night)  # 01:00, Thursday
+        assert state.next_due == 3600.0 + DAY  # 01:00 next day: quiet, yet not deferred
+        fetch(store, tracker, state, 3600.0 + DAY, Outcome.CHANGED, last_modified=last_modified)
+        seen.append(counts["fresh/trust/quiet/broken"])
+    assert counts["fresh/providers/quiet/claims"] == 2
+    assert seen == [1, 1]
+    assert tracker.ledger.record(HOST, "cache").refuted == pytest.approx(1.0)

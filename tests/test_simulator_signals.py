@@ -9,6 +9,9 @@ from dataclasses import replace
 import pytest
 
 from scrapy_fresh.commands import main
+from scrapy_fresh.frontier.scoring import ScoreParams
+from scrapy_fresh.providers.ledger import iter_trust
+from scrapy_fresh.providers.signals import Signals
 from scrapy_fresh.providers.tracker import SignalTracker
 from scrapy_fresh.simulator import ProviderMix, SimConfig, Trace, run, write_trace
 from scrapy_fresh.simulator.engine import Context
@@ -17,6 +20,8 @@ from scrapy_fresh.simulator.providers import Level
 from scrapy_fresh.simulator.publishers import (
     LIE_ANNOUNCED,
     LIE_PROBABILITY,
+    LIE_QUIET_PERIOD_SECS,
+    LIE_QUIET_SECS,
     Publishers,
     liar_hosts,
 )
@@ -202,3 +207,73 @@ def test_simulate_command_signals_options(trace_file, capsys) -> None:
     assert "--autodetect and --no-trust need --signals" in capsys.readouterr().err
     assert main([*args, "--signals", "lying", "--liar-share", "2"]) == 2
     assert "liar_share" in capsys.readouterr().err
+
+
+def test_quiet_liars_say_a_week_of_quiet_and_honest_super_pages_their_next_change() -> None:
+    trace = two_hosts()
+    levels = [Level.SUPER, Level.NORMAL, Level.SUPER]
+    hosts = [page_host(p) for p in trace.pages]
+    mix = ProviderMix(signals="lying", liar_share=0.5, horizon_secs=3000.0)
+    pubs = Publishers(trace, levels, hosts, mix, 0, lie="quiet")
+    (liar,) = pubs.liars
+    honest = ({"a.example", "b.example"} - pubs.liars).pop()
+    liar_page = next(p for p in trace.pages if page_host(p) == liar)
+    said = pubs.own(liar_page, 1000.0)
+    assert [(n.when, n.signal) for n in said.not_before] == [(1000.0 + LIE_QUIET_SECS, "cache")]
+    far = pubs.publish(liar, 1000.0)  # no sitemap; a yearly schedule for its super page
+    assert far.past == []
+    assert [a.when for a in far.announced] == [LIE_QUIET_PERIOD_SECS]
+    honest_page = next(p for p in trace.pages if page_host(p) == honest)
+    changes = trace.changes[trace.pages.index(honest_page)]
+    until = pubs.own(honest_page, 150.0).not_before[0].when
+    nxt = min(t for t in changes if t > 150.0)
+    assert until == min(nxt - 1.0, 150.0 + 3000.0)  # quiet until just before its change
+    assert len(pubs.own("http://a.example/2", 150.0)) == 0  # a normal page says nothing
+    assert len(Publishers(trace, levels, hosts, mix, 0).own(liar_page, 1000.0)) == 0
+    with pytest.raises(ValueError, match="lie"):
+        Publishers(trace, levels, hosts, mix, 0, lie="everything")
+
+
+def test_quiet_liars_are_demoted_and_their_pages_fetched_at_their_own_rate() -> None:
+    """Liars whose pages say "no change for a week" while changing by the day: without
+    trust their pages wait a week each time; with it their claims are judged at visits
+    made at the pages' own due times, the liars demoted (kind ``cache``), and freshness
+    comes back near what perfect detection (the liars saying nothing) gives. Due pages
+    only (no cycle fill): the due times decide, as in a crawl without a budget."""
+    trace = hosts_trace(days=30)
+    base = SimConfig(budget=2.0, seed=1, measure="trace", score=ScoreParams(fill=False))
+    policies: dict[str, SignalledFresh] = {}
+
+    class Quiet(SignalledFresh):
+        lie = "quiet"
+
+    class Ignored(Quiet):
+        def own_signals(self, url: str, now: float) -> Signals:
+            if self.publishers.host_of.get(url) in self.publishers.liars:
+                return Signals()
+            return super().own_signals(url, now)
+
+        def signals(self, prev: float, now: float) -> None:
+            self.readers = [h for h in self.readers if h not in self.publishers.liars]
+            super().signals(prev, now)
+
+    def replay(name: str, cls: type[SignalledFresh] = Quiet, **mix: object) -> float:
+        def factory(ctx: Context) -> SignalledFresh:
+            policies[name] = cls(ctx)
+            return policies[name]
+
+        config = replace(base, providers=ProviderMix(**EVERY, autodetect=True, **mix))  # type: ignore[arg-type]
+        return run(trace, "fresh", config, factories={"fresh": factory}).metrics.freshness  # type: ignore[dict-item]
+
+    untrusted = replay("untrusted", signals="lying", trust=False)
+    trusted = replay("trusted", signals="lying")
+    ignored = replay("ignored", Ignored, signals="lying")
+    assert trusted > untrusted + 0.05
+    assert trusted > 0.95 * ignored
+    policy = policies["trusted"]
+    demoted = {
+        t.host for t in iter_trust(policy.trust_store) if t.kind == "cache" and t.record.demoted
+    }
+    assert demoted == policy.publishers.liars
+    assert policy.counts["fresh/trust/quiet/demoted"] == len(policy.publishers.liars)
+    assert policy.counts["fresh/trust/quiet/kept"] > 0  # honest quiet claims judged too

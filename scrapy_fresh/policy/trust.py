@@ -46,6 +46,55 @@ score reaches :attr:`TrustParams.recover` (> threshold), so a host on the edge d
 flip at every visit. A demoted host's claims are still checked, which is how it earns
 trust back.
 
+**Quiet claims check themselves only if they are not followed in full.** A claim that
+a page will *not* change (``<ttl>``, ``Cache-Control: max-age``, ``Expires``: "no need
+to look before then"; ``<skipHours>``/``<skipDays>``; kind ``cache``) pushes the page's
+next visit out. Followed to the letter, a false one hides itself: the page is next
+seen after the promised quiet time, when a change it shows may well have come after it,
+so nothing refutes the claim, and it costs the page's freshness all along (the second
+cost of Section 5.4, without the first that would give the lie away: no slot is spent
+on the page at all). So such a claim may defer a page beyond its own, signal-free due
+time :math:`b` (the refresh rule's, Sharma & Dixit eq. 1-2) towards the claimed end
+:math:`T` only by the share :math:`w` the host has *earned* (:func:`quiet_weight`,
+:func:`deferred_due`):
+
+.. math::
+
+    d = b + w\,(T - b), \qquad w = \frac{c}{c + r + n_q}
+
+with the host's decayed confirmed and refuted weights :math:`c, r` for that kind and
+:math:`n_q` (:attr:`TrustParams.quiet_evidence`, 3: the strength of the score's own
+prior, :math:`a + b`). It is the posterior mean under a *sceptical* prior
+:math:`(0, n_q)`: a claim that hides its own failures is granted no trust it has not
+earned, where a claim that calls for a visit (eq. 6's announced updates, a ``lastmod``)
+is checked by the very visit it calls for and may start at the believing prior. A host
+whose quiet claims were never judged has :math:`w = 0`: its pages are visited at their
+own due times, and these *verification visits* judge the claims. Every later visit is a
+verification visit too, since :math:`w < 1` puts it before :math:`T`, inside the
+claimed quiet time. No randomness is involved: the same history gives the same due
+times. An honest host's :math:`w` grows with its record (:math:`E/(E + n_q)` for
+:math:`E` judged claims all kept, about 0.96 at the 72 a half-life of 50 allows); a
+liar's stays near 0 and it is demoted after a few visits (:math:`w = 0`).
+
+**Judging a quiet claim** (:func:`quiet_share`). A visit covering the interval
+:math:`(s, t]` of length :math:`a` since the last crawl, of which the claim said a
+share :math:`f` is quiet (:func:`quiet_seconds`), found a change or not. If the claim
+is false the page changed with probability :math:`q` (:func:`change_chance` over
+:math:`a`). If it holds, the page changed only in the rest of the interval: with
+probability 0 when the visit came inside the quiet time (:math:`f = 1`), so a change
+found there refutes the claim in full. A change found by a visit that came after the
+quiet time proves nothing: the claim says nothing of when, after it, the page changes,
+and an honest provider's quiet time ends at its next change (as a visit following an
+announced update, by Xu et al.'s slot rule, comes just after it), so such a visit is not
+counted at all (:func:`observe_quiet`), unless ``Last-Modified`` dates the change inside
+the quiet time. No change confirms the claim: if it holds, the page kept still with
+probability :math:`1 - q_o`, :math:`q_o = 1 - (1 - q)^{1 - f}` its own chance over the
+rest, :math:`(1 - f)a`. Bayes' rule splits the observation as :func:`confirmed_share`
+does for the other claims, with weight :math:`f`: the more the page would have changed
+without the claim, the more its keeping still confirms it; a page never seen to change
+(:math:`q = 0`) confirms nothing. The bounded deferral above puts every visit inside
+the claimed time, where a judgment is clean.
+
 Pure maths: no clock, no I/O.
 """
 
@@ -56,7 +105,12 @@ import math
 from dataclasses import dataclass, replace
 
 from scrapy_fresh.exceptions import ConfigError
-from scrapy_fresh.policy._validate import check_non_negative, check_positive, check_probability
+from scrapy_fresh.policy._validate import (
+    check_finite,
+    check_non_negative,
+    check_positive,
+    check_probability,
+)
 
 __all__ = [
     "DEFAULT_TRUST_PARAMS",
@@ -65,7 +119,12 @@ __all__ = [
     "TrustRecord",
     "change_chance",
     "confirmed_share",
+    "deferred_due",
     "observe",
+    "observe_quiet",
+    "quiet_seconds",
+    "quiet_share",
+    "quiet_weight",
     "trust_score",
     "weighted_probability",
 ]
@@ -90,6 +149,10 @@ class TrustParams:
     min_evidence: float = 3.0
     half_life: float = 50.0
     missed_weight: float = 0.5
+    #: Pseudo-evidence of the sceptical prior of quiet claims (:func:`quiet_weight`): a
+    #: host whose quiet claims all held defers pages by half the claimed time once this
+    #: much evidence is judged (:setting:`FRESH_TRUST_QUIET_EVIDENCE`).
+    quiet_evidence: float = 3.0
 
     def __post_init__(self) -> None:
         check_positive("prior_confirmed", self.prior_confirmed)
@@ -99,6 +162,7 @@ class TrustParams:
         check_non_negative("min_evidence", self.min_evidence)
         check_non_negative("half_life", self.half_life)
         check_probability("missed_weight", self.missed_weight)
+        check_non_negative("quiet_evidence", self.quiet_evidence)
         if self.recover < self.threshold:
             raise ConfigError(
                 f"recover ({self.recover!r}) must not be lower than threshold "
@@ -254,9 +318,14 @@ def observe(
         share = confirmed_share(
             trust_score(record, params), w, q, changed=evidence is Evidence.CONFIRMED
         )
+    return _update(record, w, share, params)
+
+
+def _update(record: TrustRecord, weight: float, share: float, params: TrustParams) -> TrustRecord:
+    """Forget, add ``weight`` split ``share`` : ``1 - share``, demote or restore."""
     keep = params.decay
-    confirmed = record.confirmed * keep + w * share
-    refuted = record.refuted * keep + w * (1.0 - share)
+    confirmed = record.confirmed * keep + weight * share
+    refuted = record.refuted * keep + weight * (1.0 - share)
     updated = replace(
         record, confirmed=confirmed, refuted=refuted, observations=record.observations + 1
     )
@@ -293,3 +362,191 @@ def weighted_probability(
     if record.demoted:
         return 0.0
     return p * trust_score(record, params)
+
+
+# -- quiet claims (module docstring, "Quiet claims ...") ----------------------------------
+
+
+def quiet_weight(record: TrustRecord, params: TrustParams = DEFAULT_TRUST_PARAMS) -> float:
+    r"""Return :math:`w = c / (c + r + n_q)`, the share of a claimed quiet time by which
+    a host's quiet claims may defer a page (0 when demoted, or before any is judged).
+
+    The posterior mean of "a quiet claim of this host holds" under the sceptical prior
+    :math:`(0, n_q)` (:attr:`TrustParams.quiet_evidence`; see the module docstring):
+
+    >>> quiet_weight(TrustRecord())  # never judged: no deferral, verify first
+    0.0
+    >>> quiet_weight(TrustRecord(confirmed=3.0))  # three claims kept: half the time
+    0.5
+    >>> round(quiet_weight(TrustRecord(confirmed=27.0, refuted=0.0)), 2)
+    0.9
+    >>> quiet_weight(TrustRecord(confirmed=27.0, demoted=True))
+    0.0
+    """
+    if record.demoted:
+        return 0.0
+    total = record.confirmed + record.refuted + params.quiet_evidence
+    return record.confirmed / total if total > 0.0 else 0.0
+
+
+def deferred_due(own_due: float, claimed_due: float, weight: float) -> float:
+    r"""Return :math:`b + w\,(T - b)` for ``own_due`` :math:`b`, ``claimed_due``
+    :math:`T` and ``weight`` :math:`w` (:func:`quiet_weight`); ``own_due`` when the
+    claim does not reach past it.
+
+    >>> deferred_due(100.0, 1100.0, 0.5), deferred_due(100.0, 50.0, 0.9)
+    (600.0, 100.0)
+    >>> deferred_due(100.0, 1100.0, 0.0)  # not earned: the page's own due time
+    100.0
+    """
+    w = check_probability("weight", weight)
+    if not claimed_due > own_due:
+        return own_due
+    if w == 1.0:
+        return claimed_due  # followed in full, exactly (as without trust)
+    return min(claimed_due, own_due + w * (claimed_due - own_due))
+
+
+_HOUR = 3600.0
+_WEEK_HOURS = 7 * 24
+
+
+def _quiet_hour(slot: int, hours: frozenset[int], days: frozenset[int]) -> bool:
+    """Whether the hour ``slot`` (hours since the epoch) is quiet (1970-01-01: Thursday)."""
+    return slot % 24 in hours or (slot // 24 + 3) % 7 in days
+
+
+def _quiet_hours_secs(
+    start: float, end: float, hours: frozenset[int], days: frozenset[int]
+) -> float:
+    """Seconds of ``(start, end]`` within quiet hours or days (UTC)."""
+    if end <= start or not (hours or days):
+        return 0.0
+    total = 0.0
+    first = math.floor(start / _HOUR)
+    last = math.floor(end / _HOUR)
+    if first == last:
+        return end - start if _quiet_hour(first, hours, days) else 0.0
+    if _quiet_hour(first, hours, days):
+        total += (first + 1) * _HOUR - start
+    if _quiet_hour(last, hours, days):
+        total += end - last * _HOUR
+    slot = first + 1
+    weeks = (last - slot) // _WEEK_HOURS
+    if weeks:  # the pattern repeats every week
+        per_week = sum(_quiet_hour(h, hours, days) for h in range(slot, slot + _WEEK_HOURS))
+        total += weeks * per_week * _HOUR
+        slot += weeks * _WEEK_HOURS
+    total += _HOUR * sum(_quiet_hour(h, hours, days) for h in range(slot, last))
+    return total
+
+
+def quiet_seconds(
+    start: float,
+    end: float,
+    *,
+    claimed_at: float | None = None,
+    until: float | None = None,
+    hours: frozenset[int] = frozenset(),
+    days: frozenset[int] = frozenset(),
+) -> float:
+    """Return how many seconds of ``(start, end]`` a quiet claim said were quiet.
+
+    The claim, made at ``claimed_at`` (``start`` if None), says the page does not change
+    before ``until`` (a not-before time: ``max-age``, ``Expires``, ``<ttl>``) nor in the
+    UTC ``hours`` (0-23) and ``days`` (0 = Monday) it names (``<skipHours>``,
+    ``<skipDays>``). A window covering every hour or every day says nothing (as
+    :meth:`~scrapy_fresh.providers.signals.QuietWindow.end_of_quiet` reads it).
+
+    >>> quiet_seconds(0.0, 7200.0, until=3600.0)
+    3600.0
+    >>> quiet_seconds(0.0, 86400.0, hours=frozenset({0, 1}))  # two quiet hours a day
+    7200.0
+    >>> quiet_seconds(0.0, 86400.0, until=3600.0, hours=frozenset({0, 1}))  # overlapping
+    7200.0
+    >>> quiet_seconds(0.0, 14 * 86400.0, days=frozenset({6}))  # two Sundays
+    172800.0
+    """
+    a = check_finite("start", start)
+    b = check_finite("end", end)
+    if b <= a:
+        return 0.0
+    if len(hours) >= 24 or len(days) >= 7:
+        hours = days = frozenset()
+    total = _quiet_hours_secs(a, b, hours, days)
+    if until is not None:
+        lo = a if claimed_at is None else max(a, claimed_at)
+        hi = min(b, until)
+        if hi > lo:
+            total += (hi - lo) - _quiet_hours_secs(lo, hi, hours, days)
+    return min(total, b - a)
+
+
+def quiet_share(score: float, quiet_fraction: float, chance: float, changed: bool) -> float:
+    r"""Return the share of one judged quiet claim that counts as confirmed (it held).
+
+    The claim said a share :math:`f` (``quiet_fraction``) of the interval since the last
+    crawl was quiet; the page changes over the whole interval with probability
+    :math:`q` (``chance``, :func:`change_chance`) if the claim is false. If it holds:
+    not at all when the whole interval was quiet (:math:`f = 1`); otherwise after the
+    quiet time, when the claim does not say (module docstring: a change then is no news,
+    the score :math:`m` itself); and it keeps still with probability :math:`1 - q_o`,
+    :math:`q_o = 1 - (1 - q)^{1 - f}`. As in :func:`confirmed_share`:
+
+    .. math::
+
+        \text{changed: } 0 \ (f = 1), \qquad
+        \text{unchanged: } \frac{m (1 - q_o)}{m (1 - q_o) + (1 - m)(1 - q)}
+
+    >>> quiet_share(2 / 3, 1.0, 0.5, True)  # a change inside the quiet time
+    0.0
+    >>> round(quiet_share(2 / 3, 1.0, 0.5, False), 4)  # held where a change was even odds
+    0.8
+    >>> round(quiet_share(2 / 3, 1.0, 0.0, False), 4)  # held where none was expected: no news
+    0.6667
+    >>> round(quiet_share(2 / 3, 0.9, 0.5, True), 4)  # maybe after the quiet time: no news
+    0.6667
+    """
+    m = score
+    f = check_probability("quiet_fraction", quiet_fraction)
+    q = check_probability("chance", chance)
+    if changed:
+        return 0.0 if f >= 1.0 else m
+    q_out = -math.expm1((1.0 - f) * math.log1p(-q)) if q < 1.0 else (1.0 if f < 1.0 else 0.0)
+    true, false = m * (1.0 - q_out), (1.0 - m) * (1.0 - q)
+    total = true + false
+    return true / total if total > 0.0 else m
+
+
+def observe_quiet(
+    record: TrustRecord,
+    quiet_fraction: float,
+    changed: bool,
+    params: TrustParams = DEFAULT_TRUST_PARAMS,
+    chance: float = 0.0,
+) -> TrustRecord:
+    """Return ``record`` after one judged quiet claim (:func:`quiet_share`), counting
+    ``quiet_fraction``: the share of the visit's interval the claim covered. A change
+    found by a visit that came after the quiet time is no news and is not counted
+    (``record`` comes back as it was).
+
+    A host whose ``max-age`` says "a week" while its page changes by the hour is
+    refuted at each verification visit, which its pages get at once (:func:`quiet_weight`
+    is 0 until claims are judged), and demoted after four:
+
+    >>> r = TrustRecord()
+    >>> for _ in range(4):
+    ...     r = observe_quiet(r, 1.0, changed=True, chance=0.6)
+    >>> r.demoted, quiet_weight(r)
+    (True, 0.0)
+    >>> h = TrustRecord()
+    >>> for _ in range(6):
+    ...     h = observe_quiet(h, 1.0, changed=False, chance=0.6)
+    >>> h.demoted, round(quiet_weight(h), 2)
+    (False, 0.58)
+    """
+    f = check_probability("quiet_fraction", quiet_fraction)
+    share = quiet_share(trust_score(record, params), f, chance, changed)
+    if changed and f < 1.0:
+        return record
+    return _update(record, f, share, params)

@@ -14,7 +14,10 @@ Seed ``xu-content-provider-friendly-crawler``:
   first slot after the earliest announced time (Section 4.1);
 * a not-before time (``<ttl>``, ``max-age``, ``Expires``) is a floor on the next due
   time and a quiet window (``<skipHours>``/``<skipDays>``) pushes it past the window:
-  the provider says nothing changes before then.
+  the provider says nothing changes before then. Such a *quiet claim* moves the due
+  time only by the share of the claimed time its host has earned
+  (:func:`~scrapy_fresh.policy.trust.quiet_weight`, :func:`~scrapy_fresh.policy.trust.deferred_due`):
+  followed in full, a false one would never be seen to fail.
 
 The level a page's signals earn (:func:`detected_level`): ``super`` with an upcoming
 announced update, ``smart`` with known past updates, else ``normal``.
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from scrapy_fresh.policy.trust import deferred_due
 from scrapy_fresh.providers.signals import QuietWindow
 from scrapy_fresh.store.base import MAX_FUTURE_UPDATES, MAX_PAST_UPDATES, PageState, Provider
 
@@ -132,6 +136,8 @@ def signal_due(
     use_past: bool = True,
     use_future: bool = True,
     max_wait_secs: float | None = None,
+    quiet_weight: float = 1.0,
+    own_due: float | None = None,
 ) -> float:
     """The next due time of ``state`` once its signals are taken into account.
 
@@ -139,6 +145,16 @@ def signal_due(
     (at most ``max_wait_secs`` after ``now``); then the first slot after the earliest
     upcoming announced update, if sooner; a known update after the last crawl makes
     it due ``now``; finally a quiet window pushes it to the window's end.
+
+    The not-before time and the quiet window are quiet claims: they move the due time
+    from the page's own due time ``own_due`` (default ``state.next_due``) only by the
+    share ``quiet_weight`` of the way to the claimed time
+    (:func:`~scrapy_fresh.policy.trust.deferred_due`; 1, the default, follows them in
+    full):
+
+    >>> s = PageState("k", "u", last_crawl=0.0, next_due=1000.0)
+    >>> signal_due(s, 10.0, not_before=2000.0, quiet_weight=0.25)
+    1250.0
 
     >>> s = PageState("k", "u", last_crawl=0.0, next_due=1000.0)
     >>> signal_due(s, 10.0, not_before=2000.0)
@@ -151,9 +167,10 @@ def signal_due(
     10.0
     """
     due = state.next_due
+    base = due if own_due is None else own_due
     if not_before is not None:
         floor = not_before if max_wait_secs is None else min(not_before, now + max_wait_secs)
-        due = max(due, floor)
+        due = max(due, deferred_due(base, floor, quiet_weight))
     if use_future:
         upcoming = [t for t, _ in state.future_updates if t > now]
         if upcoming:
@@ -163,5 +180,5 @@ def signal_due(
         if last is not None and any(t > last for t in state.past_updates):
             due = min(due, now)
     if quiet is not None:
-        due = quiet.end_of_quiet(due)
+        due = deferred_due(due, quiet.end_of_quiet(due), quiet_weight)
     return due

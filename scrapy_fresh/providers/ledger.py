@@ -17,6 +17,23 @@ fields hold:
 So every backend keeps trust without a schema change, in the same transactions as the
 rest of the crawl state. A record exists once the host has sent a claim of that kind:
 its existence says the host *uses* that kind of signal.
+
+A quiet claim that reaches past a page's own due time (:class:`QuietClaim`: a
+``max-age``, ``Expires`` or ``<ttl>`` later than the refresh rule's due time, or a
+``<skipHours>``/``<skipDays>`` window that due time falls in) is judged at the page's
+next visit (:func:`~scrapy_fresh.policy.trust.observe_quiet`), which may come in a later
+run. It is kept the same way, as a site record ``quiet/<page key>``:
+
+=================  ==============================================
+``updated_at``     when the claim was made
+``p_c``            the page's own due time then (the refresh rule's)
+``refresh_secs``   the claimed not-before time (None: a window only)
+``checks``         ``hours`` and ``days`` of the quiet window, as bit masks
+=================  ==============================================
+
+One record per page whose claims ever reached that far, overwritten by its next such
+claim; a record older than the page's last crawl is stale and ignored, so none needs
+deleting.
 """
 
 from __future__ import annotations
@@ -30,22 +47,129 @@ from scrapy_fresh.policy.trust import (
     TrustParams,
     TrustRecord,
     observe,
+    observe_quiet,
+    quiet_seconds,
+    quiet_weight,
     trust_score,
 )
-from scrapy_fresh.providers.signals import SIGNAL_KINDS
+from scrapy_fresh.providers.signals import SIGNAL_KINDS, QuietWindow
 from scrapy_fresh.store.base import SiteState, StateStore
 
 __all__ = [
+    "QUIET_KIND",
+    "QUIET_PREFIX",
     "TRUST_PREFIX",
     "HostTrust",
+    "QuietClaim",
     "TrustLedger",
     "is_trust_site",
     "iter_trust",
+    "quiet_site_key",
     "trust_site_key",
 ]
 
 #: Prefix of the site keys that hold trust records.
 TRUST_PREFIX = "trust/"
+#: Prefix of the site keys that hold a page's quiet claim (:class:`QuietClaim`).
+QUIET_PREFIX = "quiet/"
+#: The signal kind of quiet claims (``max-age``, ``Expires``, ``<ttl>``, skip windows).
+QUIET_KIND = "cache"
+
+
+def quiet_site_key(key: str) -> str:
+    """The site key of the quiet claim about the page of record key ``key``.
+
+    >>> quiet_site_key("ab12")
+    'quiet/ab12'
+    """
+    return f"{QUIET_PREFIX}{key}"
+
+
+def _mask(values: frozenset[int]) -> int:
+    return sum(1 << v for v in values)
+
+
+def _unmask(mask: int, width: int) -> frozenset[int]:
+    return frozenset(v for v in range(width) if mask >> v & 1)
+
+
+@dataclass(frozen=True)
+class QuietClaim:
+    """What a page's provider said about when the page stays quiet, to be judged at the
+    page's next visit (:func:`~scrapy_fresh.policy.trust.observe_quiet`).
+
+    ``claimed_at``: when it was said; ``own_due``: the page's own due time then (the
+    refresh rule's, before any signal); ``until``: the not-before time (``max-age``,
+    ``Expires``, ``<ttl>``), if any; ``hours`` (0-23 UTC) and ``days`` (0 = Monday):
+    the quiet window (``<skipHours>``, ``<skipDays>``), if any.
+
+    >>> c = QuietClaim(100.0, 200.0, until=1100.0)
+    >>> c.reaches_past(200.0), c.quiet_secs(100.0, 600.0)
+    (True, 500.0)
+    >>> QuietClaim.from_site(c.to_site("ab12")) == c
+    True
+    """
+
+    claimed_at: float
+    own_due: float
+    until: float | None = None
+    hours: frozenset[int] = frozenset()
+    days: frozenset[int] = frozenset()
+
+    def window(self, url: str) -> QuietWindow | None:
+        """The quiet window as :func:`~scrapy_fresh.providers.apply.signal_due` takes it."""
+        if not (self.hours or self.days):
+            return None
+        return QuietWindow(url, self.hours, self.days, QUIET_KIND)
+
+    def is_quiet(self, t: float) -> bool:
+        """Whether the claim said the page would not change at ``t``."""
+        if self.until is not None and self.claimed_at < t <= self.until:
+            return True
+        return bool(self.hours or self.days) and QuietWindow(
+            "", self.hours, self.days, QUIET_KIND
+        ).is_quiet(t)
+
+    def reaches_past(self, due: float) -> bool:
+        """Whether the claim would keep a page due at ``due`` from being fetched then."""
+        if self.until is not None and self.until > due:
+            return True
+        window = self.window("")
+        return window is not None and window.end_of_quiet(due) > due
+
+    def quiet_secs(self, start: float, end: float) -> float:
+        """Seconds of ``(start, end]`` the claim said were quiet
+        (:func:`~scrapy_fresh.policy.trust.quiet_seconds`)."""
+        return quiet_seconds(
+            start,
+            end,
+            claimed_at=self.claimed_at,
+            until=self.until,
+            hours=self.hours,
+            days=self.days,
+        )
+
+    def to_site(self, key: str) -> SiteState:
+        return SiteState(
+            quiet_site_key(key),
+            p_c=self.own_due,
+            refresh_secs=self.until,
+            updated_at=self.claimed_at,
+            checks={"hours": _mask(self.hours), "days": _mask(self.days)},
+        )
+
+    @classmethod
+    def from_site(cls, site: SiteState) -> QuietClaim | None:
+        if not site.host.startswith(QUIET_PREFIX):
+            return None
+        checks = site.checks or {}
+        return cls(
+            claimed_at=float(site.updated_at),
+            own_due=float(site.p_c),
+            until=None if site.refresh_secs is None else float(site.refresh_secs),
+            hours=_unmask(int(checks.get("hours", 0)), 24),
+            days=_unmask(int(checks.get("days", 0)), 7),
+        )
 
 
 def trust_site_key(host: str, kind: str) -> str:
@@ -150,6 +274,34 @@ class TrustLedger:
         entry.record = observe(entry.record, evidence, self.params, weight, chance)
         self.store.put_site(entry.to_site())
         return before, entry.record.demoted
+
+    def observe_quiet(
+        self, host: str, quiet_fraction: float, changed: bool, chance: float = 0.0
+    ) -> tuple[bool, bool]:
+        """Judge one quiet claim of ``host``
+        (:func:`~scrapy_fresh.policy.trust.observe_quiet`); return (demoted before,
+        demoted after)."""
+        entry = self.get(host, QUIET_KIND)
+        if entry is None:
+            entry = self._cache[(host, QUIET_KIND)] = HostTrust(host, QUIET_KIND, TrustRecord())
+        before = entry.record.demoted
+        entry.record = observe_quiet(entry.record, quiet_fraction, changed, self.params, chance)
+        self.store.put_site(entry.to_site())
+        return before, entry.record.demoted
+
+    def quiet_weight(self, host: str) -> float:
+        """The share of a claimed quiet time ``host``'s claims may defer a page by
+        (:func:`~scrapy_fresh.policy.trust.quiet_weight`; 0 for a host never judged)."""
+        return quiet_weight(self.record(host, QUIET_KIND), self.params)
+
+    def quiet_claim(self, key: str) -> QuietClaim | None:
+        """The quiet claim stored for the page of record key ``key``, if any."""
+        site = self.store.get_site(quiet_site_key(key))
+        return QuietClaim.from_site(site) if site is not None else None
+
+    def put_quiet_claim(self, key: str, claim: QuietClaim) -> None:
+        """Keep ``claim`` for the next visit of the page of record key ``key``."""
+        self.store.put_site(claim.to_site(key))
 
     def score(self, host: str, kind: str) -> float:
         return trust_score(self.record(host, kind), self.params)

@@ -18,6 +18,13 @@ every method takes ``now``.
   the host's trust in that kind of signal is updated in the store
   (:mod:`scrapy_fresh.providers.ledger`). The signals of a demoted host are still
   recorded and checked, not used (Section 5.4: a wrong announcement costs a slot twice).
+* Quiet claims (``max-age``, ``Expires``, ``<ttl>``, ``<skipHours>``/``<skipDays>``,
+  kind ``cache``) that reach past a page's own due time defer it only by the share of
+  the claimed time its host has earned (:func:`~scrapy_fresh.policy.trust.quiet_weight`;
+  none before any was judged), so the page's next visit comes inside the claimed quiet
+  time and judges the claim (:func:`~scrapy_fresh.policy.trust.observe_quiet`). The claim
+  is kept with the store (:class:`~scrapy_fresh.providers.ledger.QuietClaim`) for a
+  visit in a later run.
 """
 
 from __future__ import annotations
@@ -43,8 +50,8 @@ from scrapy_fresh.providers.apply import (
     detected_level,
     signal_due,
 )
-from scrapy_fresh.providers.ledger import TrustLedger
-from scrapy_fresh.providers.signals import QuietWindow, Signals
+from scrapy_fresh.providers.ledger import QUIET_KIND, QuietClaim, TrustLedger
+from scrapy_fresh.providers.signals import NotBefore, Signals
 from scrapy_fresh.store.base import PageState, Provider, StateStore, Status
 from scrapy_fresh.validators import parse_http_date
 
@@ -101,6 +108,20 @@ def _no_stat(name: str, count: int = 1) -> None:
     """The default stats sink: nothing."""
 
 
+def _freshen(own: Signals, claim: QuietClaim, url: str, now: float) -> None:
+    """A 304 answer whose quiet claim is not read (the conditional check takes it before
+    the provider middleware sees it) keeps the claim of the copy it validated, from
+    ``now``: the lifetime ``until - claimed_at`` and the quiet window. HTTP caches do
+    the same (RFC 9111, Section 4.3.4: a 304 freshens the stored response)."""
+    if own.not_before or own.quiet:
+        return
+    if claim.until is not None and claim.until > claim.claimed_at:
+        own.not_before.append(NotBefore(url, now + (claim.until - claim.claimed_at), QUIET_KIND))
+    window = claim.window(url)
+    if window is not None:
+        own.quiet.append(window)
+
+
 class SignalTracker:
     """Apply provider signals to page records and learn whom to trust (see the module).
 
@@ -119,7 +140,8 @@ class SignalTracker:
     :param stat: ``stat(name, count)``, called for every ``fresh/providers/*`` and
         ``fresh/trust/*`` stat.
     :param on_trust_change: ``(host, kind, demoted, score)`` when a host's signals of
-        ``kind`` are demoted (``demoted`` True) or trusted again.
+        ``kind`` are demoted (``demoted`` True) or trusted again (kind ``cache``: its
+        quiet claims).
     """
 
     def __init__(
@@ -151,8 +173,8 @@ class SignalTracker:
         self._pending: OrderedDict[str, Signals] = OrderedDict()
         #: key -> claims of this run: (kind, time, probability; None for a past update).
         self._claims: OrderedDict[str, list[tuple[str, float, float | None]]] = OrderedDict()
-        self._not_before: dict[str, float] = {}
-        self._quiet: dict[str, QuietWindow] = {}
+        #: key -> the quiet claim in force until the page's next visit (this run's).
+        self._quiet_claims: OrderedDict[str, QuietClaim] = OrderedDict()
         #: host -> [changes, seconds] our visits of its pages saw in this run
         self._host_seen: OrderedDict[str, list[float]] = OrderedDict()
 
@@ -206,8 +228,14 @@ class SignalTracker:
             if signals is not None:
                 own.extend(signals)
             own.extend(visit.own)
+            since = visit.prev_last_crawl
+            claim = (
+                self._claim_in_force(state.key, state.host, since) if since is not None else None
+            )
             if self.trust_enabled and outcome in _JUDGED:
-                self._check_claims(state, outcome, visit, own, now)
+                self._check_claims(state, outcome, visit, own, now, claim)
+            if outcome is Outcome.NOT_MODIFIED and claim is not None:
+                _freshen(own, claim, state.url, now)
         if pending is not None:
             own.extend(pending)
         before = (state.next_due, state.provider)
@@ -282,7 +310,13 @@ class SignalTracker:
     # -- judging claims ----------------------------------------------------------------
 
     def _check_claims(
-        self, state: PageState, outcome: Outcome, visit: _Visit, own: Signals, now: float
+        self,
+        state: PageState,
+        outcome: Outcome,
+        visit: _Visit,
+        own: Signals,
+        now: float,
+        quiet: QuietClaim | None = None,
     ) -> None:
         """Trust evidence from one judged visit (see :mod:`scrapy_fresh.policy.trust`)."""
         since = visit.prev_last_crawl
@@ -333,14 +367,51 @@ class SignalTracker:
                 )
             elif changed:
                 self._observe(host, "http-lastmod", Evidence.MISSED)
-        # a change inside a promised quiet time (max-age, Expires, ttl, skipHours/Days)
-        not_before = self._not_before.pop(state.key, None)
-        quiet = self._quiet.get(state.key)
-        if (changed and new_lm is not None and since < new_lm) and (
-            (not_before is not None and new_lm < not_before)
-            or (quiet is not None and quiet.is_quiet(new_lm))
-        ):
-            self._observe(host, "cache", Evidence.REFUTED)
+        # the quiet claim (max-age, Expires, ttl, skipHours/Days) made for this interval
+        if quiet is not None:
+            self._check_quiet(host, quiet, changed, since, now, new_lm, chance)
+
+    def _claim_in_force(self, key: str, host: str, since: float) -> QuietClaim | None:
+        """The quiet claim made about ``key`` since its crawl at ``since`` that reached
+        past the page's own due time: this run's, or one kept in the store by an earlier
+        run (read only for hosts that make quiet claims)."""
+        claim = self._quiet_claims.pop(key, None)
+        if claim is None and self.ledger.get(host, QUIET_KIND) is not None:
+            claim = self.ledger.quiet_claim(key)
+        if claim is None or claim.claimed_at < since:
+            return None  # a claim about an earlier interval, judged then
+        if not claim.reaches_past(claim.own_due):
+            return None  # it kept the page from nothing: not judged
+        return claim
+
+    def _check_quiet(
+        self,
+        host: str,
+        claim: QuietClaim,
+        changed: bool,
+        since: float,
+        now: float,
+        last_modified: float | None,
+        chance: float,
+    ) -> None:
+        """Judge the quiet ``claim`` about the interval ``(since, now]`` this visit
+        covered (:func:`~scrapy_fresh.policy.trust.observe_quiet`): a change inside the
+        claimed quiet time breaks it, none keeps it."""
+        if now <= since:
+            return
+        fraction = min(1.0, claim.quiet_secs(since, now) / (now - since))
+        if fraction <= 0.0:
+            return
+        if changed and last_modified is not None and since < last_modified <= now:
+            if not claim.is_quiet(last_modified):
+                return  # the newest change came when the claim allowed it: no news
+            fraction = 1.0  # Last-Modified puts a change inside the quiet time
+        if changed and fraction < 1.0:
+            return  # it may have come after the quiet time: no news (policy.trust)
+        before, after = self.ledger.observe_quiet(host, fraction, changed, chance)
+        self.stat("fresh/trust/refuted" if changed else "fresh/trust/confirmed", 1)
+        self.stat("fresh/trust/quiet/broken" if changed else "fresh/trust/quiet/kept", 1)
+        self._trust_moved(host, QUIET_KIND, before, after)
 
     def _chance(self, host: str, visit: _Visit, changed: bool, elapsed: float) -> float:
         """How likely the page changed in the ``elapsed`` seconds since its last crawl
@@ -369,13 +440,64 @@ class SignalTracker:
     ) -> None:
         before, after = self.ledger.observe(host, kind, evidence, weight, chance)
         self.stat(f"fresh/trust/{evidence.value}", 1)
+        self._trust_moved(host, kind, before, after)
+
+    def _trust_moved(self, host: str, kind: str, before: bool, after: bool) -> None:
         if after == before:
             return
         self.stat("fresh/trust/demoted" if after else "fresh/trust/restored", 1)
+        if kind == QUIET_KIND:
+            self.stat("fresh/trust/quiet/demoted" if after else "fresh/trust/quiet/restored", 1)
         if self.on_trust_change is not None:
             self.on_trust_change(host, kind, after, self.ledger.score(host, kind))
 
     # -- writing signals into one record -----------------------------------------------
+
+    def _quiet_claim(
+        self, state: PageState, signals: Signals, now: float, *, visited: bool
+    ) -> QuietClaim | None:
+        """The quiet claim in force for ``state`` until its next visit, given ``signals``
+        (all about it): a visit's answer replaces the claim, signals between visits add
+        to it. A claim that reaches past the page's own due time is also kept in the
+        store (with trust on) for the next visit to judge, maybe in a later run."""
+        key = state.key
+        held = self._quiet_claims.get(key)
+        if visited:
+            held = None  # the claim about the interval before the visit was judged
+            self._quiet_claims.pop(key, None)
+        elif (
+            held is not None
+            and state.last_crawl is not None
+            and (held.claimed_at < state.last_crawl)
+        ):
+            held = None
+        if not (signals.not_before or signals.quiet):
+            return held
+        until = max((n.when for n in signals.not_before), default=None)
+        window = signals.quiet[-1] if signals.quiet else None
+        own_due = held.own_due if held is not None else state.next_due
+        claimed_at = now
+        if held is not None and held.until is not None and held.until >= now:
+            # still quiet by the earlier claim: one quiet time from then on
+            claimed_at = held.claimed_at
+            until = held.until if until is None else max(until, held.until)
+        claim = QuietClaim(
+            claimed_at=claimed_at,
+            own_due=own_due,
+            until=until,
+            hours=window.hours if window is not None else held.hours if held else frozenset(),
+            days=window.days if window is not None else held.days if held else frozenset(),
+        )
+        if state.last_crawl is None:
+            return None
+        if len(self._quiet_claims) >= MAX_CLAIMS:
+            self._quiet_claims.popitem(last=False)
+        self._quiet_claims[key] = claim
+        if claim.reaches_past(own_due):  # else nothing to defer: nothing to judge
+            self.stat("fresh/providers/quiet/claims", 1)
+            if self.trust_enabled:
+                self.ledger.put_quiet_claim(key, claim)
+        return claim
 
     def _absorb(self, state: PageState, signals: Signals, now: float, *, visited: bool) -> None:
         """Put ``signals`` (all about ``state``) into it; set its level and due time."""
@@ -413,13 +535,11 @@ class SignalTracker:
             if ledger.trusted(host, a.signal)
         ]
         add_announced(state, announced, now)
-        cache_ok = ledger.trusted(host, "cache")
-        not_before: float | None = None
-        if signals.not_before:
-            not_before = max(n.when for n in signals.not_before)
-            self._not_before[state.key] = not_before
-        if signals.quiet:
-            self._quiet[state.key] = signals.quiet[-1]
+        cache_ok = ledger.trusted(host, QUIET_KIND)
+        claim = self._quiet_claim(state, signals, now, visited=visited)
+        # a not-before time moves the due time when it is said (later signals start
+        # from the due time it gave); a quiet window holds until the next visit
+        fresh_claim = bool(signals.not_before)
         used = set(ledger.kinds_in_use(host)) or {"http-lastmod"}
         past_ok = any(ledger.trusted(host, k) for k in {*PAST_KINDS, "http-lastmod"} & used) or (
             not {*PAST_KINDS, "http-lastmod"} & used
@@ -441,15 +561,23 @@ class SignalTracker:
             return
         use_past = state.provider is not Provider.NORMAL and past_ok
         use_future = state.provider is Provider.SUPER and future_ok
+        quiet = claim if cache_ok else None
+        # a quiet claim defers the page by the share of the claimed time its host earned
+        # (believed in full without trust: nothing would ever be judged)
+        weight = ledger.quiet_weight(host) if self.trust_enabled else 1.0
         due = signal_due(
             state,
             now,
-            not_before=not_before if cache_ok else None,
-            quiet=self._quiet.get(state.key) if cache_ok else None,
+            not_before=quiet.until if quiet is not None and fresh_claim else None,
+            quiet=quiet.window(state.url) if quiet is not None else None,
             use_past=use_past,
             use_future=use_future,
             max_wait_secs=self.max_wait_secs,
+            quiet_weight=weight,
+            own_due=quiet.own_due if quiet is not None else None,
         )
+        if quiet is not None and weight > 0.0 and due > max(quiet.own_due, state.next_due):
+            self.stat("fresh/providers/quiet/deferred", 1)
         if due <= now < state.next_due:
             self.stat("fresh/providers/due_now", 1)
         state.next_due = due

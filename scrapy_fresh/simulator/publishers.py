@@ -23,6 +23,16 @@ without a time, midnight UTC, which moves once a day), and its super pages annou
 hourly schedule (the next :data:`LIE_ANNOUNCED` full hours, probability
 :data:`LIE_PROBABILITY`, as an RSS ``sy:updatePeriod`` of ``hourly`` reads) that has
 nothing to do with their changes.
+
+With ``lie="quiet"`` the lying hosts lie about when their pages are *quiet* instead
+(the claims that keep a page from being fetched, :doc:`/topics/providers`): every page's
+own answer says it will not change for :data:`LIE_QUIET_SECS` (``Cache-Control:
+max-age``, a feed's ``<ttl>``: :meth:`Publishers.own`) and their super pages announce a
+far-apart schedule (the next instant of a yearly ``sy:updatePeriod``,
+:data:`LIE_QUIET_PERIOD_SECS`), while the pages keep changing as the trace says; they
+publish no sitemap, so nothing else tells of the changes. Honest hosts then also say when
+their super pages are quiet: each answer's lifetime runs to just before the page's next
+real change (at most ``horizon_secs``, what they know of their schedule ahead).
 """
 
 from __future__ import annotations
@@ -32,14 +42,17 @@ import math
 import random
 from dataclasses import dataclass, field
 
-from scrapy_fresh.providers.signals import AnnouncedUpdate, PastUpdate, Signals
+from scrapy_fresh.providers.signals import AnnouncedUpdate, NotBefore, PastUpdate, Signals
 from scrapy_fresh.simulator.providers import Level, ProviderMix, announcements
 from scrapy_fresh.simulator.trace import Trace
 
 __all__ = [
+    "LIES",
     "LIE_ANNOUNCED",
     "LIE_PERIOD_SECS",
     "LIE_PROBABILITY",
+    "LIE_QUIET_PERIOD_SECS",
+    "LIE_QUIET_SECS",
     "LIE_STAMPS",
     "Publishers",
     "liar_hosts",
@@ -53,6 +66,15 @@ LIE_ANNOUNCED = 3
 LIE_PROBABILITY = 0.8
 #: What a lying sitemap stamps on every page (see the module): the read time, or the date.
 LIE_STAMPS = ("now", "day")
+#: What the lying hosts lie about (see the module): their sitemaps and schedules saying
+#: "updated" (``sitemap``), or their pages' answers saying "quiet" (``quiet``).
+LIES = ("sitemap", "quiet")
+#: With ``lie="quiet"``: the lifetime a lying host gives every answer (a week, as
+#: ``Cache-Control: max-age=604800`` or ``<ttl>10080</ttl>``) ...
+LIE_QUIET_SECS = 7 * 86400.0
+#: ... and the period of the schedule its super pages announce (``sy:updatePeriod``
+#: yearly).
+LIE_QUIET_PERIOD_SECS = 365 * 86400.0
 _DAY = 86400.0
 
 _PUBLISHING = (Level.SMART, Level.SUPER)
@@ -82,6 +104,8 @@ class _Host:
     announced: list[tuple[float, float, str]] = field(default_factory=list)
     read_changes: int = 0
     read_announced: int = 0
+    #: With ``lie="quiet"``, an honest super page's change times: its answers' lifetimes.
+    quiet_until: dict[str, tuple[float, ...]] = field(default_factory=dict)
 
 
 class Publishers:
@@ -95,10 +119,15 @@ class Publishers:
         mix: ProviderMix,
         seed: int,
         lie_stamp: str = "now",
+        lie: str = "sitemap",
     ) -> None:
         if lie_stamp not in LIE_STAMPS:
             raise ValueError(f"lie_stamp ({lie_stamp!r}) must be one of {', '.join(LIE_STAMPS)}.")
+        if lie not in LIES:
+            raise ValueError(f"lie ({lie!r}) must be one of {', '.join(LIES)}.")
         self.lie_stamp = lie_stamp
+        self.lie = lie
+        self.host_of: dict[str, str] = {}
         self.mix = mix
         publishing = sorted({h for h, lv in zip(hosts, levels, strict=True) if lv in _PUBLISHING})
         share = mix.liar_share if mix.signals == "lying" else 0.0
@@ -111,10 +140,13 @@ class Publishers:
             if level not in _PUBLISHING:
                 continue
             entry = self.hosts[host]
+            self.host_of[page] = host
             (entry.super if level is Level.SUPER else entry.smart).append(page)
             if entry.lying:
                 continue
             entry.changes.extend((t, page) for t in changes)
+            if level is Level.SUPER and lie == "quiet":
+                entry.quiet_until[page] = changes
             if level is Level.SUPER:
                 for t in announcements(changes, mix.precision, trace.start, trace.end, rng):
                     entry.announced.append((max(trace.start, t - mix.horizon_secs), t, page))
@@ -132,6 +164,12 @@ class Publishers:
         entry = self.hosts.get(host)
         out = Signals()
         if entry is None:
+            return out
+        if entry.lying and self.lie == "quiet":
+            base = 0.0  # a yearly sy:updatePeriod from the epoch: far away, and false
+            when = (math.floor((now - base) / LIE_QUIET_PERIOD_SECS) + 1) * LIE_QUIET_PERIOD_SECS
+            for page in entry.super:
+                out.announced.append(AnnouncedUpdate(page, when, LIE_PROBABILITY, "schedule"))
             return out
         if entry.lying:
             stamp = now if self.lie_stamp == "now" else math.floor(now / _DAY) * _DAY
@@ -153,4 +191,27 @@ class Publishers:
             if when > now:
                 out.announced.append(AnnouncedUpdate(page, when, p, "schedule"))
         entry.read_announced = max(entry.read_announced, end)
+        return out
+
+    def own(self, page: str, now: float) -> Signals:
+        """What ``page``'s own answer to a fetch at ``now`` says of its quiet time (its
+        ``Cache-Control: max-age``): with ``lie="quiet"`` only (see the module)."""
+        out = Signals()
+        if self.lie != "quiet":
+            return out
+        entry = self.hosts.get(self.host_of.get(page, ""))
+        if entry is None:
+            return out
+        if entry.lying:
+            out.not_before.append(NotBefore(page, now + LIE_QUIET_SECS, "cache"))
+            return out
+        changes = entry.quiet_until.get(page)
+        if changes is None:
+            return out
+        k = bisect.bisect_right(changes, now)
+        until = now + self.mix.horizon_secs
+        if k < len(changes):
+            until = min(until, changes[k] - 1.0)  # fresh until just before the change
+        if until > now:
+            out.not_before.append(NotBefore(page, until, "cache"))
         return out

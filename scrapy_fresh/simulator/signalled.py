@@ -21,6 +21,7 @@ from dataclasses import replace
 
 from scrapy_fresh.frontier.revisit import Outcome
 from scrapy_fresh.providers.ledger import iter_trust
+from scrapy_fresh.providers.signals import Signals
 from scrapy_fresh.providers.tracker import SignalTracker
 from scrapy_fresh.simulator.engine import Context
 from scrapy_fresh.simulator.policies import Fresh, page_host, page_key
@@ -53,6 +54,8 @@ class SignalledFresh(Fresh):
     #: What a lying sitemap stamps on its pages
     #: (:data:`~scrapy_fresh.simulator.publishers.LIE_STAMPS`).
     lie_stamp = "now"
+    #: What the lying hosts lie about (:data:`~scrapy_fresh.simulator.publishers.LIES`).
+    lie = "sitemap"
 
     def __init__(self, ctx: Context) -> None:
         # The plain model's pushes and announcements are off (the publishers speak
@@ -63,7 +66,7 @@ class SignalledFresh(Fresh):
         mix = ctx.config.providers
         hosts = [page_host(p) for p in ctx.trace.pages]
         self.publishers = Publishers(
-            ctx.trace, self.true_levels, hosts, mix, ctx.config.seed, self.lie_stamp
+            ctx.trace, self.true_levels, hosts, mix, ctx.config.seed, self.lie_stamp, self.lie
         )
         self.readers = sorted(self.publishers.hosts)
         self.counts: Counter[str] = Counter()
@@ -111,10 +114,18 @@ class SignalledFresh(Fresh):
         if changed and latest is not None and self.ctx.levels[page] is Level.LASTMOD:
             state.add_past_update(latest)  # as the runtime stores Last-Modified
         self.record(page, now, changed)
+        own = self.own_signals(state.url, now)  # the answer's own headers (max-age)
+        if len(own):
+            self.tracker.add_own(state.key, own)
         outcome = Outcome.CHANGED if changed else Outcome.UNCHANGED
         self.tracker.after_visit(state, outcome, now)
         self.due.discard(page)
         heapq.heappush(self.heap, (state.next_due, state.key, page))
+
+    def own_signals(self, url: str, now: float) -> Signals:
+        """What the page's own answer says (:meth:`Publishers.own
+        <scrapy_fresh.simulator.publishers.Publishers.own>`)."""
+        return self.publishers.own(url, now)
 
     def demoted_hosts(self) -> tuple[set[str], set[str]]:
         """(lying hosts, honest hosts) with at least one kind of signal demoted now."""

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from scrapy_fresh.providers.ledger import is_ledger_site
 from scrapy_fresh.store.base import PageState, SiteState, Status
 
 __all__ = ["OUTCOMES", "build_report", "load_visit_log"]
@@ -230,6 +231,7 @@ def build_report(
                 "refresh_secs": s.refresh_secs,
             }
             for s in sites
+            if not is_ledger_site(s.host)
         ],
         "estimated_freshness": _estimated_freshness(events, by_url, start, end)
         if end > start

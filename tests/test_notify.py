@@ -20,25 +20,10 @@ from scrapy_fresh.keys import url_key
 from scrapy_fresh.notify import record_changes
 from scrapy_fresh.notify_server import NotifyConfig, NotifyServer
 from scrapy_fresh.providers.ledger import iter_trust
-from scrapy_fresh.store.base import PageState, Provider, Status
+from scrapy_fresh.store.base import Provider, Status
 from scrapy_fresh.store.memory import MemoryStore
 from scrapy_fresh.store.sqlite import SQLiteStore
-
-NOW = 1_700_000_000.0
-KEY = "a1b2c3d4e5f6"
-
-
-def known(url: str, **fields: Any) -> PageState:
-    from scrapy_fresh.keys import url_host
-
-    defaults: dict[str, Any] = {
-        "status": Status.IDLE,
-        "last_crawl": NOW - 3600,
-        "next_due": NOW + 86400,
-        "request": {"url": url},
-    }
-    return PageState(url_key(url), url, host=url_host(url), **{**defaults, **fields})
-
+from tests.notify_support import KEY, NOW, known, request, serving, start_command, two_page_store
 
 # -- the Python API ---------------------------------------------------------------------
 
@@ -98,8 +83,7 @@ def test_a_change_in_the_future_is_refused() -> None:
 
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[SQLiteStore]:
-    s = SQLiteStore(tmp_path / "state.sqlite")
-    s.put_many([known("http://127.0.0.1/a"), known("http://127.0.0.1/b")])
+    s = two_page_store(tmp_path / "state.sqlite")
     yield s
     s.close()
 
@@ -107,13 +91,7 @@ def store(tmp_path: Path) -> Iterator[SQLiteStore]:
 @pytest.fixture
 def server(store: SQLiteStore) -> Iterator[NotifyServer]:
     config = NotifyConfig(keys={"127.0.0.1": frozenset({KEY})}, max_body_bytes=4096, max_urls=5)
-    with NotifyServer(store, config, ("127.0.0.1", 0), clock=lambda: NOW) as s:
-        thread = threading.Thread(
-            target=s.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        thread.start()
-        yield s
-        s.shutdown()
+    yield from serving(store, config, lambda: NOW)
 
 
 def call(
@@ -123,16 +101,8 @@ def call(
     body: bytes | None = None,
     headers: dict[str, str] | None = None,
 ) -> tuple[int, dict[str, Any], dict[str, str]]:
-    host, port = server.server_address[:2]
-    conn = http.client.HTTPConnection(str(host), port, timeout=10)
-    try:
-        conn.request(method, path, body=body, headers=headers or {})
-        response = conn.getresponse()
-        raw = response.read()
-        data = json.loads(raw) if raw else {}
-        return response.status, data, {k.lower(): v for k, v in response.getheaders()}
-    finally:
-        conn.close()
+    status, raw, answer_headers = request(server, method, path, body, headers)
+    return status, json.loads(raw) if raw else {}, answer_headers
 
 
 def post(server: NotifyServer, data: Any, **headers: str) -> tuple[int, dict[str, Any]]:
@@ -412,29 +382,8 @@ def test_notify_server_command_serves_and_writes(
 ) -> None:
     db = tmp_path / "s.sqlite"
     SQLiteStore(db).close()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "scrapy_fresh.commands",
-            "notify-server",
-            "--sqlite-path",
-            str(db),
-            "--port",
-            "0",
-            "--key",
-            f"127.0.0.1={KEY}",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=python_env,
-    )
+    process, port = start_command(db, python_env, "--key", f"127.0.0.1={KEY}")
     try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        assert line.startswith("notify-server: http://127.0.0.1:"), line
-        port = int(line.split("127.0.0.1:", 1)[1].split("/", 1)[0])
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
         conn.request("GET", f"/indexnow?url=http://127.0.0.1/z&key={KEY}")
         assert conn.getresponse().status == 200

@@ -7,8 +7,6 @@ import gzip
 import http.client
 import json
 import logging
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -26,27 +24,14 @@ from scrapy_fresh.keys import url_key
 from scrapy_fresh.notify import record_updates
 from scrapy_fresh.notify_server import NotifyConfig, NotifyServer, RateLimiter
 from scrapy_fresh.providers.ledger import iter_trust
-from scrapy_fresh.store.base import PageState, Provider, Status
+from scrapy_fresh.store.base import Provider, Status
 from scrapy_fresh.store.memory import MemoryStore
 from scrapy_fresh.store.sqlite import SQLiteStore
 from scrapy_fresh.websub import Subscription, check_signature, link_urls, load_subscriptions, sign
+from tests.notify_support import KEY, NOW, known, request, serving, start_command, two_page_store
 
-NOW = 1_700_000_000.0
-KEY = "a1b2c3d4e5f6"
 SECRET = "s3cr3t-0123456789-abcdef"
 TOPIC = "http://127.0.0.1/feed"
-
-
-def known(url: str, **fields: Any) -> PageState:
-    from scrapy_fresh.keys import url_host
-
-    defaults: dict[str, Any] = {
-        "status": Status.IDLE,
-        "last_crawl": NOW - 3600,
-        "next_due": NOW + 86400,
-        "request": {"url": url},
-    }
-    return PageState(url_key(url), url, host=url_host(url), **{**defaults, **fields})
 
 
 def w3c(t: float) -> str:
@@ -176,8 +161,7 @@ class Clock:
 
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[SQLiteStore]:
-    s = SQLiteStore(tmp_path / "state.sqlite")
-    s.put_many([known("http://127.0.0.1/a"), known("http://127.0.0.1/b")])
+    s = two_page_store(tmp_path / "state.sqlite")
     yield s
     s.close()
 
@@ -189,13 +173,7 @@ def serve(store: SQLiteStore, clock: Clock, **config: Any) -> Iterator[NotifySer
         "max_body_bytes": 64 * 1024,
         "max_urls": 50,
     }
-    with NotifyServer(store, NotifyConfig(**{**defaults, **config}), clock=clock) as s:
-        thread = threading.Thread(
-            target=s.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        thread.start()
-        yield s
-        s.shutdown()
+    yield from serving(store, NotifyConfig(**{**defaults, **config}), clock)
 
 
 @pytest.fixture
@@ -208,22 +186,7 @@ def server(store: SQLiteStore, clock: Clock) -> Iterator[NotifyServer]:
     yield from serve(store, clock)
 
 
-def call(
-    server: NotifyServer,
-    method: str,
-    path: str,
-    body: bytes | None = None,
-    headers: dict[str, str] | None = None,
-    source: str = "127.0.0.1",
-) -> tuple[int, bytes, dict[str, str]]:
-    host, port = server.server_address[:2]
-    conn = http.client.HTTPConnection(str(host), port, timeout=10, source_address=(source, 0))
-    try:
-        conn.request(method, path, body=body, headers=headers or {})
-        response = conn.getresponse()
-        return response.status, response.read(), {k.lower(): v for k, v in response.getheaders()}
-    finally:
-        conn.close()
+call = request
 
 
 def push(
@@ -412,31 +375,10 @@ def test_notify_server_command_serves_websub(tmp_path: Path, python_env: dict[st
     SQLiteStore(db).close()
     subs = tmp_path / "subs.json"
     subs.write_text(json.dumps({"news-7f3a": {"topic": TOPIC, "secret": SECRET}}))
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "scrapy_fresh.commands",
-            "notify-server",
-            "--sqlite-path",
-            str(db),
-            "--port",
-            "0",
-            "--websub-file",
-            str(subs),
-            "--rate-limit",
-            "10",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=python_env,
-    )
+    process, _ = start_command(db, python_env, "--websub-file", str(subs), "--rate-limit", "10")
     try:
         assert process.stdout is not None
-        first = process.stdout.readline()
         second = process.stdout.readline()
-        assert first.startswith("notify-server: http://127.0.0.1:"), first
         assert second.startswith("notify-server: http://127.0.0.1:"), second
         assert second.rstrip().endswith(f"/websub/news-7f3a <- {TOPIC}"), second
         port = int(second.split("127.0.0.1:", 1)[1].split("/", 1)[0])

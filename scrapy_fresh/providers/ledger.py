@@ -62,6 +62,7 @@ __all__ = [
     "HostTrust",
     "QuietClaim",
     "TrustLedger",
+    "is_ledger_site",
     "is_trust_site",
     "iter_trust",
     "quiet_site_key",
@@ -184,6 +185,15 @@ def trust_site_key(host: str, kind: str) -> str:
 def is_trust_site(host: str) -> bool:
     """Whether a site record's ``host`` is really a trust record."""
     return host.startswith(TRUST_PREFIX)
+
+
+def is_ledger_site(host: str) -> bool:
+    """Whether a site record is the ledger's (trust or quiet claim), not a real host's.
+
+    >>> is_ledger_site("trust/sitemap/example.com"), is_ledger_site("example.com")
+    (True, False)
+    """
+    return host.startswith((TRUST_PREFIX, QUIET_PREFIX))
 
 
 @dataclass

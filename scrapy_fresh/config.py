@@ -279,6 +279,13 @@ class FreshConfig:
         return config
 
     def _check_combinations(self) -> None:
+        if self.store == "redis" and self.cycle_budget:
+            raise ConfigError(
+                f"FRESH_CYCLE_BUDGET ({self.cycle_budget!r}) cannot be kept with "
+                "FRESH_STORE = 'redis': the workers share one frontier and fetch every due "
+                "page. Set FRESH_CYCLE_BUDGET = 0, or limit each worker with Scrapy's "
+                "CLOSESPIDER_PAGECOUNT."
+            )
         if self.pc_lower >= self.pc_upper:
             raise ConfigError(
                 f"FRESH_PC_LOWER ({self.pc_lower!r}) must be lower than "

@@ -66,6 +66,10 @@ def test_values_are_parsed():
         ({"FRESH_PRIORITY_WINDOW_CYCLES": 1}, ["FRESH_PRIORITY_WINDOW_CYCLES", "at least 2"]),
         ({"FRESH_TRUST_QUIET_EVIDENCE": -1}, ["FRESH_TRUST_QUIET_EVIDENCE", "at least 0"]),
         ({"FRESH_TRUST_QUIET_EVIDENCE": "many"}, ["FRESH_TRUST_QUIET_EVIDENCE", "'many'"]),
+        (
+            {"FRESH_STORE": "redis", "FRESH_CYCLE_BUDGET": 100},
+            ["FRESH_CYCLE_BUDGET", "FRESH_STORE", "CLOSESPIDER_PAGECOUNT"],
+        ),
     ],
 )
 def test_bad_values_name_the_setting(settings, names):

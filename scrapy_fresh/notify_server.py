@@ -45,6 +45,7 @@ failed). Nothing is written unless the whole request is accepted.
 from __future__ import annotations
 
 import http.client
+import ipaddress
 import json
 import logging
 import math
@@ -78,6 +79,7 @@ __all__ = [
     "NotifyConfig",
     "NotifyServer",
     "RateLimiter",
+    "forwarded_client",
     "send_subscription",
     "verify_key_file",
 ]
@@ -116,6 +118,10 @@ class NotifyConfig:
     :param lease_seconds: the lease asked for (the hub decides; 10 days, the spec's
         suggestion).
     :param hub_timeout: seconds to wait for a hub's answer.
+    :param trusted_proxies: addresses or networks (``10.0.0.0/8``) of the reverse
+        proxies in front of the server. A request from one of them is counted for the
+        client its ``X-Forwarded-For`` names (:func:`forwarded_client`); from anyone
+        else the header is ignored, so strangers cannot dodge the rate limit.
     """
 
     keys: Mapping[str, frozenset[str]] = field(default_factory=dict)
@@ -133,8 +139,13 @@ class NotifyConfig:
     callback_base: str | None = None
     lease_seconds: int = 864_000
     hub_timeout: float = 10.0
+    trusted_proxies: tuple[str, ...] = ()
+    proxy_networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = field(
+        init=False, default=()
+    )
 
     def __post_init__(self) -> None:
+        self.proxy_networks = tuple(_network(p) for p in self.trusted_proxies)
         if self.key_file_scheme not in ("http", "https"):
             raise ValueError(
                 f"key_file_scheme ({self.key_file_scheme!r}) must be 'http' or 'https'."
@@ -166,6 +177,56 @@ class NotifyConfig:
             isinstance(self.lease_seconds, int) and self.lease_seconds >= 60
         ):
             raise ValueError(f"lease_seconds ({self.lease_seconds!r}) must be 60 or more.")
+
+
+def _network(text: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
+    try:
+        return ipaddress.ip_network(text.strip(), strict=False)
+    except ValueError:
+        raise ValueError(
+            f"trusted proxy {text!r} (--trusted-proxy) must be an IP address or a network such as "
+            "10.0.0.0/8."
+        ) from None
+
+
+def forwarded_client(
+    peer: str,
+    forwarded_for: str | None,
+    proxies: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...],
+) -> str:
+    """The address a request is counted for: ``peer``, or, when ``peer`` is a trusted
+    proxy, the nearest address in ``X-Forwarded-For`` (read from the right, each proxy
+    appending the address it was called from) that is not a trusted proxy itself.
+
+    >>> nets = (ipaddress.ip_network("10.0.0.0/8"),)
+    >>> forwarded_client("10.0.0.2", "203.0.113.9, 198.51.100.4, 10.0.0.7", nets)
+    '198.51.100.4'
+    >>> forwarded_client("192.0.2.1", "203.0.113.9", nets)  # not a proxy: header ignored
+    '192.0.2.1'
+
+    Raises ValueError when a proxy sent an entry that is not an address.
+    """
+    if not forwarded_for or not _in(peer, proxies):
+        return peer
+    client = peer
+    for entry in reversed(forwarded_for.split(",")):
+        text = entry.strip()
+        try:
+            address = ipaddress.ip_address(text)
+        except ValueError:
+            raise ValueError(f"X-Forwarded-For entry {text[:60]!r} is not an IP address") from None
+        client = str(address)
+        if not _in(client, proxies):
+            break
+    return client
+
+
+def _in(address: str, networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]) -> bool:
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return any(ip in net for net in networks)
 
 
 class RateLimiter:
@@ -295,6 +356,7 @@ class _Handler(BaseHTTPRequestHandler):
     server: NotifyServer
     protocol_version = "HTTP/1.1"
     timeout = 15  # a client that stops sending is dropped
+    _client = ""  # the address the request is counted for (set by _route)
 
     def log_message(self, format: str, *args: Any) -> None:
         logger.debug("notify-server: " + format, *args)
@@ -324,7 +386,7 @@ class _Handler(BaseHTTPRequestHandler):
             logger.info(
                 "notify-server: %d to %s for %s %s: %s",
                 exc.status,
-                self.client_address[0],
+                self._client or self.client_address[0],
                 self.command,
                 self.path[:200],
                 exc.message,
@@ -350,8 +412,18 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _route(self) -> None:
         path = urlsplit(self.path).path
+        self._client = self.client_address[0]
         try:
-            self.server.limit_client(self.client_address[0])
+            self._client = forwarded_client(
+                self._client,
+                self.headers.get("X-Forwarded-For"),
+                self.server.config.proxy_networks,
+            )
+        except ValueError as exc:
+            self._refuse(_Refused(400, str(exc)))
+            return
+        try:
+            self.server.limit_client(self._client)
             if path.rstrip("/") == _PATH:
                 parse = self._from_query if self.command == "GET" else self._from_body
                 self._indexnow(*parse())

@@ -369,6 +369,41 @@ def test_a_host_over_its_limit_gets_429_and_strangers_cannot_use_its_share(
         assert push(server, atom(("http://127.0.0.1/a", NOW - 1)))[0] == 200
 
 
+def test_behind_a_trusted_proxy_each_forwarded_client_has_its_own_limit(
+    store: SQLiteStore, clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = f"/indexnow?url=http://127.0.0.1/a&key={KEY}"
+
+    def via(server: NotifyServer, client: str, source: str = "127.0.0.1") -> int:
+        return call(server, "GET", path, headers={"X-Forwarded-For": client}, source=source)[0]
+
+    for server in serve(store, clock, rate_limit=2, trusted_proxies=("127.0.0.0/30",)):
+        caplog.set_level(logging.WARNING, logger="scrapy_fresh.notify_server")
+        assert [via(server, "198.51.100.1") for _ in range(3)] == [200, 200, 429]
+        assert "client 198.51.100.1 is over the rate limit" in caplog.text
+        assert via(server, "198.51.100.2") == 200  # another client behind the same proxy
+        # proxies append: the nearest untrusted address is the client, not a spoofed first
+        assert via(server, "203.0.113.7, 198.51.100.1") == 429
+        assert via(server, "198.51.100.1, 198.51.100.3, 127.0.0.2") == 200  # 127.0.0.2 is a proxy
+        assert via(server, "198.51.100.3, not-an-address") == 400
+        assert server.counts[400] == 1
+    for server in serve(store, clock, rate_limit=2):  # no proxy trusted: header ignored
+        assert [via(server, f"198.51.100.{n}") for n in range(3)] == [200, 200, 429]
+    for server in serve(store, clock, rate_limit=2, trusted_proxies=("127.0.0.1",)):
+        # a client that is not a trusted proxy cannot choose whom it is counted as
+        assert [via(server, f"198.51.100.{n}", source="127.0.0.5") for n in range(3)] == [
+            200,
+            200,
+            429,
+        ]
+        assert via(server, "198.51.100.9") == 200
+
+
+def test_trusted_proxies_must_be_addresses_or_networks() -> None:
+    with pytest.raises(ValueError, match=r"'proxy\.local' \(--trusted-proxy\)"):
+        NotifyConfig(trusted_proxies=("10.0.0.0/8", "proxy.local"))
+
+
 @pytest.mark.slow
 def test_notify_server_command_serves_websub(tmp_path: Path, python_env: dict[str, str]) -> None:
     db = tmp_path / "s.sqlite"

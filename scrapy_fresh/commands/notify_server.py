@@ -108,6 +108,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECS",
         help="window of the rate limits, in seconds (default 60)",
     )
+    parser.add_argument(
+        "--trusted-proxy",
+        action="append",
+        default=[],
+        metavar="ADDR",
+        help="a reverse proxy's address or network (10.0.0.0/8), repeatable: its requests "
+        "are rate-limited by the client its X-Forwarded-For names",
+    )
     add_store_arguments(parser)
 
 
@@ -179,6 +187,7 @@ def run(args: argparse.Namespace) -> int:
             rate_window=args.rate_window,
             callback_base=args.websub_callback_base,
             lease_seconds=args.websub_lease_secs,
+            trusted_proxies=tuple(args.trusted_proxy),
         )
     except ValueError as exc:
         raise ConfigError(str(exc)) from None

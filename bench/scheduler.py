@@ -39,10 +39,26 @@ measured after the enqueue loop and before the first dequeue, two ways:
 
 The goal (the issue): FreshScheduler at least 1.0x Scrapy's default scheduler.
 
+``--cycle`` measures something else: what opening a cycle costs over a big store.
+A SQLite store of ``--records`` visited records (default 10,000 and 100,000) over
+``--hosts`` hosts, four in five of them due, is opened in cycle mode by FreshScheduler
+as it is (due records read in batches, or one pass keeping the budget's best) and by
+``AllInMemoryScheduler`` below, the former code (every due record, and with the fill
+every record, read into memory at open). Each run gets its own copy of the store and
+its own child process. Three cases: no budget; ``FRESH_CYCLE_BUDGET`` 1,000 with
+:setting:`FRESH_CYCLE_FILL` (every record is a candidate); and the whole cycle without
+a budget (open, then every due page handed out and its visit recorded as not modified,
+16 at a time, as a downloader would). Reported: the seconds (timed run) and the peak
+Python heap (``tracemalloc``, a separate run), old / new as ratios. The engine is not
+running, so the schedulers' wake-up timers are switched off (the loop asks them
+directly).
+
 Usage::
 
     python bench/scheduler.py                     # 200,000 requests over 100 hosts
     python bench/scheduler.py --requests 20000 --hosts 10
+    python bench/scheduler.py --cycle             # stores of 10,000 and 100,000 records
+    python bench/scheduler.py --cycle --records 50000
 
 Prints machine info, a markdown table and a PASS/MISS line on stdout.
 """
@@ -159,6 +175,206 @@ def build_fresh(tmp: str) -> tuple[Any, Any]:
 BUILDERS = {"scrapy": build_scrapy, "fresh": build_fresh}
 
 
+# -- cycle mode over a big store (--cycle) ------------------------------------------------
+
+CYCLE_BUDGET = 1000
+CYCLE_CASES = ("open", "open-budget", "cycle")
+
+
+def _all_in_memory_class() -> type[Any]:
+    """FreshScheduler with the former cycle loading: every due record (with the fill,
+    every record) read into memory at open, verbatim."""
+    import math
+
+    from scrapy_fresh.frontier.scoring import priority_score, rank_for_budget
+    from scrapy_fresh.scheduler import FreshScheduler
+
+    class AllInMemoryScheduler(FreshScheduler):
+        def _load_cycle(self, now: float) -> int:
+            store = self.runtime.store
+            total = len(store)
+            due = store.due(self._due_by(now), total) if total else []
+            if self._lookahead:
+                due = [s for s in due if s.next_due <= now or self._may_take_early(s, now)]
+            params = self.runtime.score_params
+            scored = [(priority_score(s, now, params), i, s) for i, s in enumerate(due)]
+            scored.sort(key=lambda t: (-t[0], t[1]))
+            new = [(score, s) for score, _, s in scored if s.last_crawl is None]
+            old = [(score, s) for score, _, s in scored if s.last_crawl is not None]
+            budget = self.config.cycle_budget
+            if budget:
+                reserve = round(budget * self.config.new_url_share)
+                waiting = []
+                if params.fill:
+                    waiting = [
+                        s
+                        for s in store.due(math.inf, len(store))
+                        if s.next_due > self._due_by(now)
+                        and s.last_crawl is not None
+                        and not s.errors
+                    ]
+                old = rank_for_budget([s for _, s in old], waiting, now, budget - reserve, params)
+                take_old = min(len(old), budget - reserve)
+                take_new = min(len(new), budget - take_old)
+                self._spare = old[take_old:]
+                self._budget_left = budget - take_old - take_new
+                old, new = old[:take_old], new[:take_new]
+            self._admit(old + new, now)
+            return len(old) + len(new)
+
+    return AllInMemoryScheduler
+
+
+def build_cycle_store(path: Path, records: int, hosts: int) -> None:
+    """Visited records, four in five due (in the last day), the rest in one to two days."""
+    import random
+
+    from scrapy_fresh.keys import url_host, url_key
+    from scrapy_fresh.store.base import PageState, Status
+    from scrapy_fresh.store.sqlite import SQLiteStore
+
+    rng = random.Random(1)
+    now = time.time()
+    store = SQLiteStore(path)
+    batch: list[PageState] = []
+    for i in range(records):
+        u = url(i, hosts)
+        due = i % 5 != 0
+        batch.append(
+            PageState(
+                key=url_key(u),
+                url=u,
+                host=url_host(u),
+                status=Status.IDLE,
+                first_seen=now - 30 * 86400,
+                last_crawl=now - 2 * 86400,
+                next_due=now - rng.random() * 86400 if due else now + (1 + rng.random()) * 86400,
+                visits=5,
+                p_c=rng.random(),
+                access_count=rng.randrange(4),
+                etag=f'"{i:x}"',
+                request={"url": u, "callback": "parse"},
+            )
+        )
+        if len(batch) == 5000:
+            store.put_many(batch)
+            batch.clear()
+    store.put_many(batch)
+    store.close()
+
+
+def measure_cycle(impl: str, case: str, path: str, trace: bool) -> dict[str, Any]:
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_fresh.frontier.revisit import Outcome
+    from scrapy_fresh.runtime import FreshRuntime
+    from scrapy_fresh.scheduler import FreshScheduler
+
+    spidercls = _spider_class()
+    settings = {
+        "LOG_LEVEL": "WARNING",
+        "FRESH_STORE": "sqlite",
+        "FRESH_SQLITE_PATH": path,
+        "FRESH_MODE": "cycle",
+        "FRESH_CYCLE_BUDGET": CYCLE_BUDGET if case == "open-budget" else 0,
+        "FRESH_NEW_URL_SHARE": 0.0,
+        "DOWNLOAD_DELAY": 0,
+        "ROBOTSTXT_OBEY": False,
+    }
+    crawler = get_crawler(spidercls, settings)
+    crawler.spider = spidercls.from_crawler(crawler)
+    crawler.stats.open_spider()
+    runtime = FreshRuntime.of(crawler)
+    records = len(runtime.store)  # opened before the measurement
+    cls = FreshScheduler if impl == "new" else _all_in_memory_class()
+    scheduler = cls.from_crawler(crawler)
+    scheduler._arm_timer = lambda now: None  # no engine to wake: the loop below asks
+    gc.collect()
+    if trace:
+        tracemalloc.start()
+    t0 = time.perf_counter()
+    scheduler.open(crawler.spider)
+    t1 = time.perf_counter()
+    leased = len(runtime.leases)
+    handed = 0
+    if case == "cycle":
+        downloading: list[Any] = []
+        while scheduler.has_pending_requests() or downloading:
+            request = scheduler.next_request()
+            if request is not None:
+                downloading.append(request)
+                handed += 1
+            if downloading and (len(downloading) == 16 or request is None):
+                runtime.record_outcome(downloading.pop(0).meta, Outcome.NOT_MODIFIED)
+    t2 = time.perf_counter()
+    peak = tracemalloc.get_traced_memory()[1] if trace else 0
+    if trace:
+        tracemalloc.stop()
+    scheduler.close("finished")
+    return {
+        "impl": impl,
+        "case": case,
+        "records": records,
+        "leased_at_open": leased,
+        "handed": handed,
+        "open_s": t1 - t0,
+        "total_s": t2 - t0,
+        "peak": peak,
+    }
+
+
+def run_cycle_child(impl: str, case: str, store: Path, trace: bool) -> dict[str, Any]:
+    import shutil
+
+    with tempfile.TemporaryDirectory(prefix="cycle-bench-") as tmp:
+        copy = Path(tmp) / "store.sqlite"
+        shutil.copy(store, copy)
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+        cmd = [sys.executable, __file__, "--cycle-child", impl, case, str(copy)]
+        cmd += ["--trace"] if trace else []
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"{impl} {case} child failed:\n{proc.stdout}\n{proc.stderr}")
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
+def main_cycle(sizes: list[int], hosts: int) -> int:
+    print(f"Machine: {machine_info()}")
+    print(
+        f"Cycle mode over SQLite stores of visited records on {hosts} hosts, 4 in 5 due; "
+        f"budget case: FRESH_CYCLE_BUDGET={CYCLE_BUDGET} with the fill.\n"
+    )
+    print(
+        "| records | case | old s | new s | old/new time | old peak MB | new peak MB "
+        "| old/new peak | leased at open old / new |"
+    )
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    for n in sizes:
+        with tempfile.TemporaryDirectory(prefix="cycle-store-") as tmp:
+            store = Path(tmp) / "store.sqlite"
+            build_cycle_store(store, n, hosts)
+            for case in CYCLE_CASES:
+                row = {}
+                for impl in ("old", "new"):
+                    timed = run_cycle_child(impl, case, store, trace=False)
+                    traced = run_cycle_child(impl, case, store, trace=True)
+                    if case == "cycle" and timed["handed"] != n - n // 5:
+                        raise SystemExit(f"{impl}: handed {timed['handed']} of {n - n // 5}")
+                    timed["peak"] = traced["peak"]
+                    row[impl] = timed
+                key = "open_s" if case != "cycle" else "total_s"
+                old, new = row["old"], row["new"]
+                print(
+                    f"| {n:,} | {case} | {old[key]:.2f} | {new[key]:.2f} "
+                    f"| {old[key] / new[key]:.2f}x | {old['peak'] / 1e6:.1f} "
+                    f"| {new['peak'] / 1e6:.1f} | {old['peak'] / new['peak']:.1f}x "
+                    f"| {old['leased_at_open']:,} / {new['leased_at_open']:,} |"
+                )
+    return 0
+
+
 # -- one measurement (child process) ----------------------------------------------------
 
 
@@ -261,9 +477,25 @@ def main(argv: list[str] | None = None) -> int:
         default=20_000,
         help="requests in the tracemalloc run (at most --requests; 20000)",
     )
+    parser.add_argument(
+        "--cycle", action="store_true", help="measure opening a cycle over a big store instead"
+    )
+    parser.add_argument(
+        "--records",
+        type=int,
+        action="append",
+        help="--cycle: store size, repeatable (10000 and 100000)",
+    )
     parser.add_argument("--child", choices=sorted(BUILDERS), help=argparse.SUPPRESS)
+    parser.add_argument("--cycle-child", nargs=3, help=argparse.SUPPRESS)
     parser.add_argument("--trace", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.cycle_child:
+        impl, case, path = args.cycle_child
+        print(json.dumps(measure_cycle(impl, case, path, args.trace)))
+        return 0
+    if args.cycle:
+        return main_cycle(args.records or [10_000, 100_000], args.hosts)
     if args.requests < 1 or args.hosts < 1:
         parser.error("--requests and --hosts must be at least 1")
     if args.child:

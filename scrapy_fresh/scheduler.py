@@ -15,6 +15,7 @@ import math
 from collections import deque
 from dataclasses import dataclass, field
 from functools import partial
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -29,16 +30,16 @@ from scrapy_fresh.distributed import PULL_BATCH, SharedFrontier
 from scrapy_fresh.exceptions import ConfigError, StoreError
 from scrapy_fresh.frontier import Frontier, Politeness, Stream
 from scrapy_fresh.frontier.revisit import Outcome
-from scrapy_fresh.frontier.scoring import priority_score, rank_for_budget
+from scrapy_fresh.frontier.scoring import priority_score
 from scrapy_fresh.keys import url_host, url_key
 from scrapy_fresh.policy.cadence import lookahead, next_period
 from scrapy_fresh.requestinfo import rebuild_request, request_info
 from scrapy_fresh.runtime import FreshRuntime, Lease, header
-from scrapy_fresh.store.base import PageState, Provider, SiteState, Status
+from scrapy_fresh.store.base import DueCursorStore, PageState, Provider, SiteState, Status
 from scrapy_fresh.validators import parse_retry_after
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Iterable, Iterator, Mapping
 
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
@@ -46,6 +47,8 @@ if TYPE_CHECKING:
     from scrapy.http import Response
     from scrapy.utils.asyncio import CallLaterResult
     from typing_extensions import Self
+
+    from scrapy_fresh.store.base import StateStore
 
 __all__ = ["FreshScheduler"]
 
@@ -56,8 +59,14 @@ logger = logging.getLogger(__name__)
 CONTINUATION_SCORE = 1e300
 #: Longest ``Retry-After`` honoured, in seconds.
 MAX_RETRY_AFTER_SECS = 3600.0
-#: Continuous mode: due records loaded from the store at a time.
+#: Due records loaded from the store at a time (continuous mode, and cycle mode without
+#: a budget); also the page size of the cycle's reads of the store.
 REFILL_BATCH = 1000
+#: Cycle mode without a budget: the next batch of due records is loaded when fewer than
+#: this many pages are leased (queued in the frontier or downloading)...
+CYCLE_LOW_LEASES = REFILL_BATCH // 2
+#: ...or when no queued host may be contacted now, while fewer than this many are.
+CYCLE_MAX_LEASES = 4 * REFILL_BATCH
 #: Timers fire this long after the time they wait for (clock granularity).
 TIMER_SLACK_SECS = 0.005
 _DUE_STATUSES = (Status.QUEUED, Status.IDLE, Status.GONE)
@@ -118,6 +127,12 @@ class FreshScheduler(BaseScheduler):
         self._gates: dict[str, _Gate] = {}
         self._hosts_seen: set[str] = set()
         self._spare: list[tuple[float, PageState]] = []
+        #: Cycle mode without a budget: the due records not loaded yet (see _load_more).
+        self._cycle: Iterator[PageState] | None = None
+        #: ... the cycle's due cut-off, and the records visited in this run that the
+        #: cycle's reads could meet again (see _on_visit).
+        self._cycle_by = -math.inf
+        self._cycle_skip: set[str] = set()
         self._budget_left: int | None = None
         self._due_hint: float | None = None
         #: Cycle mode: records due this long after now are taken too (see _due_by).
@@ -177,12 +192,13 @@ class FreshScheduler(BaseScheduler):
             loaded = self._refill(now) if self._continuous else self._load_cycle(now)
         logger.info(
             "scrapy_fresh %(mode)s mode: %(loaded)d due pages loaded from %(records)d records "
-            "(%(released)d released from an interrupted run)",
+            "(%(released)d released from an interrupted run)%(more)s",
             {
                 "mode": self.config.mode,
                 "loaded": loaded,
                 "records": len(store),
                 "released": released,
+                "more": "; more are loaded as these go out" if self._cycle is not None else "",
             },
             extra={"spider": spider},
         )
@@ -237,6 +253,7 @@ class FreshScheduler(BaseScheduler):
         if self._closed:
             return
         self._closed = True
+        self._cycle = None
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -265,7 +282,11 @@ class FreshScheduler(BaseScheduler):
     def has_pending_requests(self) -> bool:
         if self._ready or self._fifo or len(self.frontier) or self._parked():
             return True
-        return self._top_up(self._now) or (self._shared is not None and self._shared.waiting)
+        return (
+            self._top_up(self._now)
+            or self._cycle is not None
+            or (self._shared is not None and self._shared.waiting)
+        )
 
     def enqueue_request(self, request: Request) -> bool:
         if self._handoffs.pop(id(request), None) is request:
@@ -524,53 +545,135 @@ class FreshScheduler(BaseScheduler):
     # -- loading due records -----------------------------------------------------------
 
     def _load_cycle(self, now: float) -> int:
+        """Cycle mode, at open: lease the run's first due records.
+
+        Without :setting:`FRESH_CYCLE_BUDGET` every due record is fetched in the run; they
+        are read from the store in due order, a batch at a time as the frontier drains
+        (:meth:`_load_more`). With a budget the store is read once, keeping only the
+        records the budget can take (:meth:`_choose_for_budget`).
+        """
         store = self.runtime.store
-        total = len(store)
-        due = store.due(self._due_by(now), total) if total else []
-        if self._lookahead:
-            due = [s for s in due if s.next_due <= now or self._may_take_early(s, now)]
-        scored = [
-            (priority_score(s, now, self.runtime.score_params), i, s) for i, s in enumerate(due)
-        ]
+        self._cycle_by = self._due_by(now)
+        budget = self.config.cycle_budget
+        if budget:
+            fill = self.runtime.score_params.fill
+            return self._choose_for_budget(
+                due_records(store, math.inf if fill else self._cycle_by), now, budget
+            )
+        self._cycle = due_records(store, self._cycle_by)
+        return self._load_more(now)
+
+    def _in_cycle(self, state: PageState) -> bool:
+        """Whether a queued or idle record due by the cycle's cut-off is fetched in this
+        run: the records due at open, or due within the lookahead and not held back
+        (:meth:`_may_take_early` as at open), not fetched or leased in this run."""
+        if state.key in self.runtime.leases or state.key in self._cycle_skip:
+            return False
+        opened = self._opened_at
+        return state.next_due <= opened or self._may_take_early(state, opened)
+
+    def _load_more(self, now: float) -> int:
+        """Cycle mode without a budget: lease the next :data:`REFILL_BATCH` due records.
+
+        The records come in due order (most overdue first; the backend's order for a
+        store without :class:`~scrapy_fresh.store.base.DueCursorStore`); each batch is
+        ranked by :func:`~scrapy_fresh.frontier.scoring.priority_score` before it joins
+        the frontier. The cut-off (the open time plus the lookahead) is fixed at open,
+        and a record visited in this run comes due after the open time, so it is never
+        taken twice.
+        """
+        if self._cycle is None:
+            return 0
+        batch: list[PageState] = []
+        try:
+            for state in self._cycle:
+                if self._in_cycle(state):
+                    batch.append(state)
+                    if len(batch) >= REFILL_BATCH:
+                        break
+            else:
+                self._cycle = None
+        except StoreError as exc:  # the pages not read yet stay due for the next run
+            self.runtime.store_error("read due records from", exc)
+            self._cycle = None
+        if self._cycle is None:
+            self._cycle_skip.clear()
+        params = self.runtime.score_params
+        scored = [(priority_score(s, now, params), i, s) for i, s in enumerate(batch)]
         scored.sort(key=lambda t: (-t[0], t[1]))
         new = [(score, s) for score, _, s in scored if s.last_crawl is None]
         old = [(score, s) for score, _, s in scored if s.last_crawl is not None]
-        budget = self.config.cycle_budget
-        if budget:
-            reserve = round(budget * self.config.new_url_share)
-            old = self._budget_order([s for _, s in old], now, budget - reserve)
-            take_old = min(len(old), budget - reserve)
-            take_new = min(len(new), budget - take_old)
-            self._spare = old[take_old:]
-            self._budget_left = budget - take_old - take_new
-            left_due = sum(1 for _, s in self._spare if s.next_due <= self._due_by(now))
-            if len(new) > take_new or left_due:
-                logger.info(
-                    "scrapy_fresh: FRESH_CYCLE_BUDGET (%(budget)d) leaves %(old)d due re-crawls "
-                    "and %(new)d queued new URLs for a later run (unless the budget is not "
-                    "used up)",
-                    {"budget": budget, "old": left_due, "new": len(new) - take_new},
-                    extra={"spider": self.crawler.spider},
-                )
-            old, new = old[:take_old], new[:take_new]
         self._admit(old + new, now)
-        return len(old) + len(new)
+        return len(batch)
 
-    def _budget_order(
-        self, due: list[PageState], now: float, capacity: int
-    ) -> list[tuple[float, PageState]]:
-        """Due re-crawls plus, with :setting:`FRESH_CYCLE_FILL`, the records not due yet
-        (none in error back-off), in the order the budget takes them (rank_for_budget)."""
+    def _choose_for_budget(self, records: Iterator[PageState], now: float, budget: int) -> int:
+        """Cycle mode with :setting:`FRESH_CYCLE_BUDGET`: lease what the budget takes.
+
+        One pass over ``records`` (the queued and idle records due by the cut-off, or
+        all of them with :setting:`FRESH_CYCLE_FILL`), keeping only the best ``budget``
+        of each kind, so memory is O(budget), not O(store). The choice is
+        :func:`~scrapy_fresh.frontier.scoring.rank_for_budget`'s on the whole set (a
+        test compares the two): its one global quantity is whether the due re-crawls
+        fit in the budget's share for them, counted on the way, and its order is a
+        score order with ties broken by due order (``next_due``, key), which any
+        bounded selection can keep.
+
+        The best ``capacity`` re-crawls are leased with the best queued new URLs that
+        fit; the next re-crawls that the budget left to new URLs could still use are
+        kept in ``_spare`` (:meth:`_top_up`), at most the budget left.
+        """
         params = self.runtime.score_params
-        waiting: list[PageState] = []
-        if params.fill:
-            store = self.runtime.store
-            waiting = [
-                s
-                for s in store.due(math.inf, len(store))
-                if s.next_due > self._due_by(now) and s.last_crawl is not None and not s.errors
-            ]
-        return rank_for_budget(due, waiting, now, capacity, params)
+        cut = self._cycle_by
+        capacity = budget - round(budget * self.config.new_url_share)
+        new = _Best(budget)
+        everything = _Best(budget)  # due and waiting re-crawls together (the budget binds)
+        due: list[tuple[_Rank, PageState]] | None = []  # while the due re-crawls fit
+        waiting: _Best | None = _Best(budget)
+        n_new = n_due = n_waiting = 0
+        for state in records:
+            if state.next_due <= cut:
+                if state.next_due > now and not self._may_take_early(state, now):
+                    continue
+            elif state.last_crawl is None or state.errors:
+                continue  # only visited records not in error back-off fill the budget
+            rank = (-priority_score(state, now, params), state.next_due, state.key)
+            if state.last_crawl is None:
+                n_new += 1
+                new.add(rank, state)
+                continue
+            everything.add(rank, state)
+            if state.next_due > cut:
+                n_waiting += 1
+                if waiting is not None:
+                    waiting.add(rank, state)
+                continue
+            n_due += 1
+            if due is not None and n_due <= capacity:
+                due.append((rank, state))
+            else:
+                due = waiting = None
+        if due is not None and waiting is not None:  # all due first, then the best waiting
+            due.sort(key=itemgetter(0))
+            ranked = due + waiting.best()[: budget - len(due)]
+        else:
+            ranked = everything.best()
+        take_old = min(n_due + n_waiting, capacity)
+        take_new = min(n_new, budget - take_old)
+        self._budget_left = budget - take_old - take_new
+        old = [(-rank[0], s) for rank, s in ranked[: take_old + self._budget_left]]
+        self._spare = old[take_old:]
+        left_due = n_due - sum(1 for _, s in old[:take_old] if s.next_due <= cut)
+        if n_new > take_new or left_due:
+            logger.info(
+                "scrapy_fresh: FRESH_CYCLE_BUDGET (%(budget)d) leaves %(old)d due re-crawls "
+                "and %(new)d queued new URLs for a later run (unless the budget is not "
+                "used up)",
+                {"budget": budget, "old": left_due, "new": n_new - take_new},
+                extra={"spider": self.crawler.spider},
+            )
+        taken = old[:take_old] + [(-rank[0], s) for rank, s in new.best()[:take_new]]
+        self._admit(taken, now)
+        return len(taken)
 
     def _refill(self, now: float) -> int:
         store = self.runtime.store
@@ -581,9 +684,17 @@ class FreshScheduler(BaseScheduler):
         return len(batch)
 
     def _top_up(self, now: float) -> bool:
-        """Cycle mode: give the budget new URLs left unused to the next-best re-crawls."""
+        """Cycle mode: load more due records while no queued host may be contacted now
+        (no budget), or give the budget new URLs left unused to the next-best re-crawls."""
         if self._shared is not None:
             return self._pull(now) > 0
+        if (
+            self._cycle is not None
+            and len(self.runtime.leases) < CYCLE_MAX_LEASES
+            and self._load_more(now)
+        ):
+            self._arm_timer(now)
+            return True
         if (
             self._continuous
             or not self._spare
@@ -675,6 +786,8 @@ class FreshScheduler(BaseScheduler):
         leases = self.runtime.leases
         if self.runtime.new_records:
             self.runtime.flush_new()  # known URLs among them are sorted out first
+        if self._cycle is not None and len(leases) < CYCLE_LOW_LEASES:
+            self._load_more(now)  # keep a batch's worth of hosts to choose from
         while True:
             popped = self.frontier.pop(now)
             if popped is None:
@@ -797,6 +910,15 @@ class FreshScheduler(BaseScheduler):
     def _on_visit(self, state: PageState) -> None:
         if self._shared is not None:
             self._shared.host_done(state.host, self._now)
+        if (
+            self._cycle is not None
+            and state.status is not Status.GONE
+            and state.next_due <= self._cycle_by
+            and (state.last_crawl is None or state.last_crawl < self._opened_at)
+        ):
+            # Visited without a fetch time (an error, a block) and due again within the
+            # lookahead: the cycle's reads of the store must not take it a second time.
+            self._cycle_skip.add(state.key)
         if not self._continuous or state.status is Status.GONE:
             return
         if self._due_hint is None or state.next_due < self._due_hint:
@@ -866,6 +988,54 @@ class FreshScheduler(BaseScheduler):
             {"host": host, "status": response.status, "secs": secs},
             extra={"spider": self.crawler.spider},
         )
+
+
+def due_records(store: StateStore, now: float, batch: int = REFILL_BATCH) -> Iterator[PageState]:
+    """Yield the queued and idle records of ``store`` with ``next_due <= now``, reading
+    ``batch`` at a time: in due order (``next_due``, key) through
+    :meth:`~scrapy_fresh.store.base.DueCursorStore.due_after` when the store has it, else
+    in :meth:`~scrapy_fresh.store.base.StateStore.iterate` order. Memory: one batch.
+
+    Lazy: records are read as they are asked for, so what changes in the store in
+    between is seen (the scheduler's filters decide what that means).
+    """
+    if isinstance(store, DueCursorStore):
+        after: tuple[float, str] | None = None
+        while True:
+            page = store.due_after(now, after, batch)
+            yield from page
+            if len(page) < batch:
+                return
+            after = (page[-1].next_due, page[-1].key)
+    for state in store.iterate(batch):
+        if state.status in (Status.QUEUED, Status.IDLE) and state.next_due <= now:
+            yield state
+
+
+#: How a cycle's budget ranks a record: higher score first, then due order.
+_Rank = tuple[float, float, str]
+
+
+class _Best:
+    """The ``size`` smallest ranks offered, with their records, in O(size) memory."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: list[tuple[_Rank, PageState]] = []
+
+    def add(self, rank: _Rank, state: PageState) -> None:
+        self._items.append((rank, state))
+        if len(self._items) >= 2 * self.size + 64:
+            self._trim()
+
+    def _trim(self) -> None:
+        self._items.sort(key=itemgetter(0))  # keys are unique: records never compared
+        del self._items[self.size :]
+
+    def best(self) -> list[tuple[_Rank, PageState]]:
+        """The kept records, best first."""
+        self._trim()
+        return self._items
 
 
 def _accesses(meta: Mapping[str, Any]) -> int | None:

@@ -28,6 +28,7 @@ __all__ = [
     "MAX_FUTURE_UPDATES",
     "MAX_PAST_UPDATES",
     "ClosingStore",
+    "DueCursorStore",
     "PageState",
     "Provider",
     "SiteState",
@@ -327,4 +328,31 @@ class StateStore(Protocol):
 
     def close(self) -> None:
         """Flush and release the store; closing again does nothing."""
+        ...
+
+
+@runtime_checkable
+class DueCursorStore(Protocol):
+    """A store that can page through its due records (optional; memory and SQLite do).
+
+    :class:`~scrapy_fresh.scheduler.FreshScheduler` reads a cycle's due records in
+    batches with it, so that a run never holds every due record at once. A store
+    without it is read with :meth:`StateStore.iterate` instead (every record, the
+    backend's order).
+    """
+
+    def due_after(
+        self, now: float, after: tuple[float, str] | None, limit: int
+    ) -> list[PageState]:
+        """Return up to ``limit`` queued or idle records with ``next_due <= now`` that
+        come after ``after`` in due order.
+
+        Due order is :meth:`StateStore.due`'s: ``(next_due, key)`` ascending; ``after``
+        is the ``(next_due, key)`` of the last record of the previous page (None: from
+        the start), and only records strictly after it are returned; fewer than
+        ``limit`` means there are no more. Paging on from the last record returned
+        yields each record at most once while nothing is written; a record whose
+        ``next_due`` changes between calls comes again if its new place is after the
+        cursor (callers filter what they have seen).
+        """
         ...

@@ -209,6 +209,39 @@ class MemoryStore(ClosingStore):
             heapq.heappush(heap, entry)
         return out
 
+    def due_after(
+        self, now: float, after: tuple[float, str] | None, limit: int
+    ) -> list[PageState]:
+        """Return up to ``limit`` queued or idle records with ``next_due <= now`` after
+        ``after`` in ``(next_due, key)`` order
+        (:class:`~scrapy_fresh.store.base.DueCursorStore`).
+
+        A scan of the heap keeping the ``limit`` smallest entries: O(n log limit) time,
+        O(limit) memory.
+        """
+        self._check_open()
+        check_limit(limit)
+        out: list[PageState] = []
+        cursor = after
+        while len(out) < limit:
+            want = limit - len(out)
+            floor = cursor
+            entries = heapq.nsmallest(
+                want,
+                (
+                    e
+                    for e in self._heap
+                    if e[0] <= now and (floor is None or e > floor) and self._live(e)
+                ),
+            )
+            for entry in entries:  # ascending: a duplicate entry follows its twin
+                if cursor is None or entry > cursor:
+                    out.append(_copy(self._pages[entry[1]]))
+                    cursor = entry
+            if len(entries) < want:
+                break
+        return out
+
     def next_due_time(self) -> float | None:
         """Return the earliest ``next_due`` of a queued or idle record, or None."""
         self._check_open()

@@ -711,6 +711,29 @@ class SQLiteStore(ClosingStore):
             ).fetchall()
             return [self._decode(conn, row) for row in rows]
 
+    def due_after(
+        self, now: float, after: tuple[float, str] | None, limit: int
+    ) -> list[PageState]:
+        """Return up to ``limit`` queued or idle records with ``next_due <= now`` after
+        ``after`` in ``(next_due, key)`` order
+        (:class:`~scrapy_fresh.store.base.DueCursorStore`).
+
+        Keyset pagination on the ``pages_due`` index: each call reads ``limit`` rows
+        from where the last one stopped, and no read transaction stays open between
+        calls.
+        """
+        if after is None:
+            return self.due(now, limit)
+        check_limit(limit)
+        since, key = after
+        with self._reading("due_after") as conn:
+            rows = conn.execute(
+                f"{_SELECT_PAGES} WHERE status IN (0, 1) AND next_due <= ? "
+                "AND (next_due, key) > (?, ?) ORDER BY next_due, key LIMIT ?",
+                (now, since, bytes.fromhex(check_key(key)), limit),
+            ).fetchall()
+            return [self._decode(conn, row) for row in rows]
+
     def next_due_time(self) -> float | None:
         """Return the earliest ``next_due`` of a queued or idle record, or None."""
         with self._reading("next_due_time") as conn:

@@ -415,6 +415,87 @@ def sites_report(
             sys.stdout.flush()
 
 
+# -- record writes outside a visit under concurrent visits (--records) ------------------
+
+
+def record_worker(kind: str, port: int, prefix: str, ops: int, seed: int, barrier: Any,
+                  out: Any) -> None:  # fmt: skip
+    """Half the operations visit a page (pop, commit: visits + 1), half write a provider
+    signal into a random page (read it, add a past update of its own, write it back:
+    ``racy`` with a plain ``put_many``, ``cas`` through the crawl's store)."""
+    import random as rnd
+
+    from scrapy_fresh.distributed import OutageSafeStore
+    from scrapy_fresh.frontier.redis_frontier import RedisFrontier, due_priority
+    from scrapy_fresh.frontier.revisit import Outcome
+    from scrapy_fresh.store.base import Status
+    from scrapy_fresh.store.redis import RedisStore
+
+    rng = rnd.Random(seed)
+    store = RedisStore(_client(port), prefix, priority=due_priority())
+    crawl = OutageSafeStore(RedisStore(_client(port), prefix, priority=due_priority()))
+    frontier = RedisFrontier(store, lease_secs=1e9)
+    keys = [k for k, _ in store.client.hscan_iter(f"{prefix}:pages")]
+    commits = signals = 0
+    barrier.wait()
+    t0 = time.perf_counter()
+    for i in range(ops):
+        if i % 2:
+            (leased,) = frontier.pop(time.time() + 1e6, 1).leased or (None,)
+            if leased is None:
+                continue
+
+            def apply(record: Any, site: Any) -> None:
+                record.visits += 1
+                record.next_due = 0.0
+                record.status, record.in_flight_since = Status.IDLE, None
+
+            commits += frontier.commit_visit(leased, Outcome.UNCHANGED, apply)
+        else:
+            key = rng.choice(keys).hex()
+            state = store.get(key) if kind == "racy" else crawl.get(key)
+            if state is None:
+                continue
+            state.past_updates = sorted([*state.past_updates, seed * 1e6 + i])[-32:]
+            (store.put_many if kind == "racy" else crawl.put_many)([state])
+            signals += 1
+    crawl.replay()
+    crawl.flush()
+    out.put({"commits": commits, "signals": signals, "secs": time.perf_counter() - t0,
+             "retries": crawl.frontier.record_retries, "deferred": len(crawl.deferred)})  # fmt: skip
+
+
+def run_records(kind: str, port: int, workers: int, ops: int, pages: int) -> dict[str, Any]:
+    from scrapy_fresh.store.redis import RedisStore
+
+    client = _client(port)
+    client.flushall()
+    prefix = f"{PREFIX}:records"
+    site_setup(port, prefix, pages, 10)
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(workers)
+    out = ctx.Queue()
+    procs = [ctx.Process(target=record_worker, args=(kind, port, prefix, ops, w + 1, barrier, out))
+             for w in range(workers)]  # fmt: skip
+    for proc in procs:
+        proc.start()
+    results = [out.get(timeout=600) for _ in procs]
+    for proc in procs:
+        proc.join()
+    records = list(RedisStore(client, prefix).iterate())
+    client.flushall()
+    client.close()
+    commits = sum(r["commits"] for r in results)
+    signals = sum(r["signals"] for r in results)
+    return {
+        "kind": kind, "commits": commits, "signals": signals,
+        "visits_lost": commits - sum(r.visits - 1 for r in records),
+        "signals_lost": signals - sum(len(r.past_updates) for r in records),
+        "retries": sum(r["retries"] for r in results),
+        "per_s": (commits + signals) / max(r["secs"] for r in results),
+    }  # fmt: skip
+
+
 SYSTEMS: dict[str, Any] = {"scrapy-redis": ScrapyRedis, "fresh": Fresh, "fresh+commit": Fresh}
 
 
@@ -562,6 +643,13 @@ def main() -> None:
     parser.add_argument("--site-visits", type=int, default=2000)
     parser.add_argument("--site-hosts", default="1,100")
     parser.add_argument("--site-kinds", default=",".join(SITE_KINDS))
+    parser.add_argument(
+        "--records",
+        action="store_true",
+        help="measure provider writes of records under concurrent visits instead",
+    )
+    parser.add_argument("--record-ops", type=int, default=2000)
+    parser.add_argument("--record-pages", type=int, default=200)
     args = parser.parse_args()
     import redis
     import scrapy
@@ -576,6 +664,20 @@ def main() -> None:
                 f"{os.cpu_count()} CPUs; redis-server {version}, redis-py {redis.__version__}, "
                 f"Scrapy {scrapy.__version__}, scrapy-redis {scrapy_redis.__version__}"
             )
+            if args.records:
+                print(
+                    f"# records: {args.site_workers} workers x {args.record_ops} operations "
+                    f"(half visits, half provider signals) on {args.record_pages} pages\n"
+                )
+                print("| design | ops/s | visits | visits lost | signals | signals lost | "
+                      "retries |\n|---|---|---|---|---|---|---|")  # fmt: skip
+                for kind in ("racy", "cas"):
+                    r = run_records(kind, port, args.site_workers, args.record_ops,
+                                    args.record_pages)  # fmt: skip
+                    print(f"| {kind} | {r['per_s']:,.0f} | {r['commits']} | "
+                          f"{r['visits_lost']} | {r['signals']} | {r['signals_lost']} | "
+                          f"{r['retries']} |")  # fmt: skip
+                return
             if args.sites:
                 sites_report(
                     port, args.site_workers, args.site_visits,

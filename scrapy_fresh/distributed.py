@@ -13,7 +13,11 @@ because Redis cannot be reached are kept in memory and written, in order, when i
 answers again; reads of leased records fall back to the copy taken with the lease.
 A visit of a leased URL is written by :meth:`OutageSafeStore.commit_visit`: only while
 this worker still holds the lease, with the site aggregates updated by compare-and-set
-(:meth:`~scrapy_fresh.frontier.redis_frontier.RedisFrontier.commit_visits`).
+(:meth:`~scrapy_fresh.frontier.redis_frontier.RedisFrontier.commit_visits`). Every other
+write of a record (provider signals, request data) is a compare-and-set against the
+value this worker read (:meth:`~scrapy_fresh.frontier.redis_frontier.RedisFrontier.write_records`),
+and a site record's update (trust, quiet claims) goes through
+:meth:`OutageSafeStore.update_site`.
 """
 
 from __future__ import annotations
@@ -28,14 +32,20 @@ from scrapy import Request
 
 from scrapy_fresh.exceptions import StoreError
 from scrapy_fresh.frontier.frontier import Stream
-from scrapy_fresh.frontier.redis_frontier import NO_LEASE, Leased, RedisFrontier
+from scrapy_fresh.frontier.redis_frontier import (
+    MAX_RECORD_TRIES,
+    NO_LEASE,
+    Leased,
+    RedisFrontier,
+    merge_write,
+)
 from scrapy_fresh.store.base import SiteState, Status
-from scrapy_fresh.store.redis import RedisStore
+from scrapy_fresh.store.redis import RedisStore, decode_record
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
 
-    from scrapy_fresh.frontier.redis_frontier import Apply
+    from scrapy_fresh.frontier.redis_frontier import Apply, SiteChange
     from scrapy_fresh.frontier.revisit import Outcome
     from scrapy_fresh.runtime import FreshRuntime
     from scrapy_fresh.store.base import PageState
@@ -51,6 +61,18 @@ MAX_BACKOFF_SECS = 5.0
 PULL_BATCH = 64
 #: While other workers hold leases, look at the shared frontier this often (seconds).
 POLL_SECS = 0.05
+#: Stored values of records read or written that a worker keeps as the bases of its
+#: next compare-and-set writes (all forgotten when there would be more).
+RECORD_CACHE = 100_000
+#: Record writes held back while another worker holds the URL are tried again this often
+#: (seconds), while the worker pulls.
+DEFER_RETRY_SECS = 1.0
+#: Record writes a worker holds back at most (beyond: the oldest dropped, counted).
+MAX_DEFERRED = 10_000
+
+
+def _no_stat(name: str, count: int = 1) -> None:
+    """The default stats sink: nothing."""
 
 
 def is_outage(exc: BaseException) -> bool:
@@ -115,9 +137,22 @@ class OutageSafeStore:
     are written under their lease: a visit with :meth:`commit_visit`, a ``put`` that
     keeps one in flight (new request data) only while the lease is still held. Nothing
     is written for a URL whose lease ran out and went to another worker.
+
+    Every other ``put``/``put_many`` (provider signals moving due times, request data,
+    the provider middleware's write after a visit) is a compare-and-set against the
+    value this worker last read or wrote for that record: if another worker changed it
+    meanwhile, the change is merged into its current value
+    (:func:`~scrapy_fresh.frontier.redis_frontier.merge_write`, stat
+    ``fresh/redis/record_retries``); a record another worker holds the lease of is not
+    written until that visit is (stat ``fresh/redis/record_deferred``; tried again every
+    :data:`DEFER_RETRY_SECS` while pulling, dropped at the end of the run if the lease
+    is still held: ``fresh/redis/record_dropped``). ``stat(name, count)`` counts them.
     """
 
-    def __init__(self, inner: RedisStore, *, outage_wait: float = 60.0) -> None:
+    def __init__(
+        self, inner: RedisStore, *, outage_wait: float = 60.0,
+        stat: Callable[[str, int], None] = _no_stat,
+    ) -> None:  # fmt: skip
         self.inner = inner
         self.outage_wait = outage_wait
         self.pending: list[tuple[str, tuple[Any, ...]]] = []
@@ -127,11 +162,20 @@ class OutageSafeStore:
         self._backoff = _Backoff("the store", inner.where)
         #: Writes the visits (lease-checked, sites by compare-and-set).
         self.frontier = RedisFrontier(inner)
+        self.frontier.written = {}
+        self.stat = stat
+        #: key -> the record's stored value as this worker last read or wrote it.
+        self._raw: dict[str, bytes] = {}
+        #: key -> (stored value, record) of writes held back: another worker has the URL.
+        self.deferred: dict[str, tuple[bytes | None, PageState]] = {}
+        self._deferred_at = 0.0
 
     # -- the write queue ---------------------------------------------------------------
 
     def replay(self) -> bool:
-        """Write what an outage kept; return True when nothing is left."""
+        """Write what an outage kept; return True when nothing is left. Then try again
+        (at most every :data:`DEFER_RETRY_SECS`) the record writes held back while other
+        workers held their URLs."""
         while self.pending:
             method, args = self.pending[0]
             try:
@@ -148,6 +192,15 @@ class OutageSafeStore:
                 return False
             self.pending.pop(0)
         self._backoff.succeeded()
+        if self.deferred and time.monotonic() >= self._deferred_at + DEFER_RETRY_SECS:
+            self._deferred_at = time.monotonic()
+            try:
+                self._write_deferred()
+            except StoreError as exc:
+                if not is_outage(exc):
+                    raise
+                self._backoff.failed(exc)
+                return False
         return True
 
     def _before(self) -> None:
@@ -184,12 +237,19 @@ class OutageSafeStore:
         kept = self.leased.get(key)
         if kept is not None:  # leased by this worker: nobody else changes it meanwhile
             return copy.deepcopy(kept[0])
-        result: PageState | None = self._read("get", key)
-        return result
+        return self.get_many([key]).get(key)
 
     def get_many(self, keys: Iterable[str]) -> dict[str, PageState]:
-        result: dict[str, PageState] = self._read("get_many", list(keys))
-        return result
+        """Read records, keeping their stored values as the bases of their next writes."""
+        found: dict[str, tuple[PageState, bytes]] = self._read("read_records", list(keys))
+        self._remember({key: raw for key, (_, raw) in found.items()})
+        return {key: state for key, (state, _) in found.items()}
+
+    def _remember(self, values: dict[str, bytes]) -> None:
+        raw = self._raw
+        if len(raw) + len(values) > RECORD_CACHE:
+            raw.clear()
+        raw.update(values)
 
     def put(self, state: PageState) -> None:
         self.put_many([state])
@@ -197,18 +257,127 @@ class OutageSafeStore:
     def put_many(self, states: Iterable[PageState]) -> None:
         """Write records; one this worker leased and that stays in flight is written only
         while the lease is held (:meth:`RedisFrontier.update_leased
-        <scrapy_fresh.frontier.redis_frontier.RedisFrontier.update_leased>`)."""
-        plain = []
+        <scrapy_fresh.frontier.redis_frontier.RedisFrontier.update_leased>`); one it
+        leased and that leaves flight is written as it is (its lease ends with it); any
+        other by compare-and-set (see the class docstring)."""
+        plain: list[PageState] = []
+        own: list[PageState] = []
         for state in states:
             kept = self.leased.get(state.key)
             if kept is not None and state.status is Status.IN_FLIGHT:
                 self.leased[state.key] = (copy.deepcopy(state), kept[1])
                 self._write("_update_leased", state, kept[1])
+            elif kept is not None:  # this worker ends its own lease: nobody else writes it
+                del self.leased[state.key]
+                own.append(state)
             else:
-                self.leased.pop(state.key, None)
                 plain.append(state)
+        if own:
+            self._write("put_many", own)
         if plain:
-            self._write("put_many", plain)
+            self._write("_write_records", plain)
+
+    def _write_records(self, states: list[PageState]) -> None:
+        """Write records by compare-and-set against the values this worker last saw
+        (see the class docstring); a write behind one held back waits behind it."""
+        deferred = self.deferred
+        writes: list[tuple[bytes | None, PageState]] = []
+        for state in states:
+            if state.key in deferred:  # still held back: this one builds on it
+                raw, earlier = deferred[state.key]
+                base = self._raw.get(state.key)
+                merged = merge_write(
+                    None if base is None else decode_record(bytes.fromhex(state.key), base),
+                    state,
+                    earlier,
+                )
+                deferred[state.key] = (raw, merged)
+                continue
+            writes.append((self._raw.get(state.key), state))
+        if writes:
+            self._apply_writes(writes)
+
+    def _write_deferred(self) -> None:
+        writes = list(self.deferred.values())
+        self.deferred.clear()
+        self._apply_writes(writes, again=True)
+
+    def _apply_writes(
+        self, writes: list[tuple[bytes | None, PageState]], *, again: bool = False
+    ) -> None:
+        frontier = self.frontier
+        before = frontier.record_retries
+        try:
+            results = frontier.write_records(writes)
+        finally:
+            if frontier.record_retries > before:
+                self.stat("fresh/redis/record_retries", frontier.record_retries - before)
+        absent: list[PageState] = []
+        for (raw, _), (code, value, record) in zip(writes, results, strict=True):
+            key = record.key
+            if code == 1 and value is not None:
+                self._remember({key: value})
+            elif code == -4:
+                if len(self.deferred) >= MAX_DEFERRED:
+                    self.deferred.pop(next(iter(self.deferred)))
+                    self.stat("fresh/redis/record_dropped", 1)
+                self.deferred[key] = (value, record)
+                if not again:
+                    self.stat("fresh/redis/record_deferred", 1)
+            elif code == 0 and raw is None:
+                absent.append(record)  # never read: a new record
+            else:
+                self._raw.pop(key, None)
+                if code == -2:
+                    self.stat("fresh/redis/record_dropped", 1)
+                    logger.warning(
+                        "scrapy_fresh: %(url)s was changed by other workers %(n)d times "
+                        "while this one wrote it; its write is dropped.",
+                        {"url": record.url, "n": MAX_RECORD_TRIES},
+                    )
+        if absent:
+            added = set(self.inner.add_many(absent))
+            again_: list[tuple[bytes | None, PageState]] = [
+                (None, r) for r in absent if r.key not in added
+            ]
+            if again_:  # added by another worker meanwhile: merge into it
+                self._apply_writes(again_, again=again)
+
+    def update_site(self, host: str, change: SiteChange) -> SiteState | None:
+        """Change the site record ``host`` by compare-and-set
+        (:meth:`~scrapy_fresh.frontier.redis_frontier.RedisFrontier.update_site`):
+        ``change(site)`` runs on the current value, again if another worker changed it
+        (stat ``fresh/redis/site_retries``), so updates of one record by concurrent
+        workers (trust evidence) all count. While Redis is unreachable it is applied to
+        the last copy seen and applied again to the stored value when Redis is back.
+        Returns the record as written (None: nothing written)."""
+        self._before()
+        if not self.pending:
+            frontier = self.frontier
+            before = frontier.site_retries
+            try:
+                result = frontier.update_site(host, change)
+            except StoreError as exc:
+                if not is_outage(exc):
+                    raise
+                self._backoff.failed(exc, "keeping the writes in memory until it is back")
+            else:
+                self._backoff.succeeded()
+                if result is not None:
+                    self._sites[host] = copy.deepcopy(result)
+                return result
+            finally:
+                if frontier.site_retries > before:
+                    self.stat("fresh/redis/site_retries", frontier.site_retries - before)
+        current = self._sites.get(host)
+        result = change(copy.deepcopy(current))
+        if result is not None:
+            self._sites[host] = copy.deepcopy(result)
+        self.pending.append(("_replay_update_site", (host, change)))
+        return result
+
+    def _replay_update_site(self, host: str, change: SiteChange) -> None:
+        self.frontier.update_site(host, change)
 
     def _update_leased(self, state: PageState, token: str) -> None:
         if not self.frontier.update_leased(Leased(state, token, Stream.NEW), state):
@@ -271,6 +440,9 @@ class OutageSafeStore:
         finally:
             if retried is not None and frontier.site_retries > before:
                 retried(frontier.site_retries - before)
+        if frontier.written:
+            self._remember(frontier.written)
+            frontier.written.clear()
         if not written and lost is not None:
             lost()
         return written
@@ -339,7 +511,9 @@ class OutageSafeStore:
         return result
 
     def flush(self) -> None:
-        """Wait (up to ``outage_wait`` seconds) until the writes kept are written."""
+        """Wait (up to ``outage_wait`` seconds) until the writes kept are written; try
+        the held-back record writes once more (those whose URL another worker still
+        holds are dropped, counted in ``fresh/redis/record_dropped``)."""
         deadline = time.monotonic() + self.outage_wait
         while self.pending and not self.replay():
             if time.monotonic() >= deadline:
@@ -351,6 +525,20 @@ class OutageSafeStore:
                 self.pending.clear()
                 break
             time.sleep(max(0.05, min(1.0, self._backoff.retry_at - time.monotonic())))
+        if self.deferred and not self.pending:
+            try:
+                self._write_deferred()
+            except StoreError as exc:
+                if not is_outage(exc):
+                    raise
+            if self.deferred:
+                logger.info(
+                    "scrapy_fresh: %(n)d record updates were not written: other workers "
+                    "still hold their URLs (their visits decide the records).",
+                    {"n": len(self.deferred)},
+                )
+                self.stat("fresh/redis/record_dropped", len(self.deferred))
+                self.deferred.clear()
         self.inner.flush()
 
     def close(self) -> None:

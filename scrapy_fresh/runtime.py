@@ -111,7 +111,13 @@ def build_store(config: FreshConfig, crawler: Crawler) -> StateStore:
 
         prefix = config.redis_key % {"spider": getattr(crawler.spidercls, "name", "spider")}
         params = score_params(config)
-        return OutageSafeStore(open_redis_store(crawler.settings, prefix, params))
+
+        def stat(name: str, count: int = 1) -> None:
+            stats = getattr(crawler, "stats", None)
+            if stats is not None:
+                stats.inc_value(name, count)
+
+        return OutageSafeStore(open_redis_store(crawler.settings, prefix, params), stat=stat)
     try:
         factory = load_object(config.store)
     except (ImportError, AttributeError, NameError, ValueError) as exc:

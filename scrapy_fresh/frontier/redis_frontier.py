@@ -15,13 +15,20 @@ same URL:
   Python for the moment the record comes due, whenever the record is written;
 * per host, the next-allowed contact time (download delay, robots.txt Crawl-delay,
   ``Retry-After`` back-off) is shared by all workers: one URL per host per delay;
-* a popped URL is leased (in flight since the pop, the time being the lease token);
+* a popped URL is leased (in flight since the pop, under a lease token unique to that
+  pop: ``t<pop number>.<i>``);
   a lease older than ``lease_secs`` goes back to the frontier at the next pop of any
   worker, and a visit is committed (record, next due time, site, outcome count) by one
   script that refuses a lease the worker no longer holds;
 * a visit's site aggregates are changed in Python and written by compare-and-set (the
   script writes a site only while it is as the worker read it, else the visit is done
-  again on the current site), so concurrent visits to one host all count.
+  again on the current site), so concurrent visits to one host all count; other site
+  records (trust, quiet claims) likewise (:meth:`RedisFrontier.update_site`);
+* a record written outside a visit (provider signals, request data:
+  :meth:`RedisFrontier.write_records`) is written only while it is as the worker read
+  it; else the worker's change is merged into the record as it is now
+  (:func:`merge_write`) and written again, and a record another worker holds the lease
+  of is not written at all (the caller writes it after that visit).
 
 Like the in-process frontier it never reads the clock: every call takes ``now``.
 """
@@ -43,17 +50,34 @@ from scrapy_fresh.frontier.frontier import Stream
 from scrapy_fresh.frontier.revisit import Outcome, RevisitPolicy, record_visit
 from scrapy_fresh.frontier.scoring import ScoreParams, priority_score
 from scrapy_fresh.store import _redis_lua as lua
-from scrapy_fresh.store.base import PageState, SiteState, Status
-from scrapy_fresh.store.redis import RedisStore, decode_record, encode_record, encode_site
+from scrapy_fresh.store.base import (
+    MAX_FUTURE_UPDATES,
+    MAX_PAST_UPDATES,
+    PageState,
+    SiteState,
+    Status,
+)
+from scrapy_fresh.store.redis import (
+    RedisStore,
+    decode_record,
+    decode_site,
+    encode_record,
+    encode_site,
+    record_bytes,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
     #: ``apply(record, site)``: what a visit does to its record and its site, in place.
     Apply = Callable[[PageState, SiteState], None]
+    #: ``change(site)``: the new value of a site record from its current one (None: none
+    #: yet); None to write nothing.
+    SiteChange = Callable[[SiteState | None], SiteState | None]
 
 __all__ = [
     "CLAIM_AFTER",
+    "MAX_RECORD_TRIES",
     "MAX_SITE_TRIES",
     "NO_LEASE",
     "Leased",
@@ -61,6 +85,7 @@ __all__ = [
     "RedisFrontier",
     "Visit",
     "due_priority",
+    "merge_write",
     "open_redis_store",
 ]
 
@@ -90,6 +115,9 @@ CLAIM_AFTER = 8
 MAX_SITE_BACKOFF = 0.002
 #: The lease token of a record not taken through the frontier: its commit checks no lease.
 NO_LEASE = "*"
+#: Compare-and-set tries of one record write outside a visit
+#: (:meth:`RedisFrontier.write_records`); after that the write is given up (logged).
+MAX_RECORD_TRIES = 50
 #: Hosts whose last seen site value a frontier object keeps (the start of the next
 #: compare-and-set; all forgotten when there would be more).
 SITE_CACHE_HOSTS = 10_000
@@ -129,7 +157,7 @@ class Leased:
     """A URL a worker took: fetch it, then :meth:`RedisFrontier.commit_visit` (or give it back)."""
 
     state: PageState
-    #: The lease: the in-flight time written by the pop, as text.
+    #: The lease token the pop gave (unique to the pop: ``t<pop number>.<i>``).
     token: str
     stream: Stream
 
@@ -178,6 +206,72 @@ def _time(raw: bytes | str) -> float | None:
     return float(raw) if raw else None
 
 
+#: Fields of a record only a visit sets: a write whose base is unknown leaves them alone.
+_VISIT_FIELDS = frozenset(
+    {"first_seen", "last_crawl", "refresh_secs", "p_l", "p_g", "visits", "changes", "p_c",
+     "change_bucket", "change_rate", "errors", "fingerprint", "etag", "last_modified",
+     "content_length"}
+)  # fmt: skip
+#: Fields a merge never takes from the writer: identity and lease.
+_OWN_FIELDS = frozenset({"key", "url", "host", "doc_id", "status", "in_flight_since"})
+
+
+def merge_write(base: PageState | None, new: PageState, current: PageState) -> PageState:
+    """The record ``current`` with the change a worker made from ``base`` to ``new``.
+
+    A three-way merge, field by field: a field the worker did not change keeps its
+    current value (a visit another worker committed meanwhile stays whole: its visits,
+    fingerprint, validators, due time); a field it changed takes its value, except:
+
+    * ``past_updates`` (times providers said the page changed) get the times the worker
+      added; ``future_updates`` (announced updates) lose the ones it dropped and get the
+      ones it added (at most the newest
+      :data:`~scrapy_fresh.store.base.MAX_PAST_UPDATES` / soonest
+      :data:`~scrapy_fresh.store.base.MAX_FUTURE_UPDATES`);
+    * ``next_due``: a due time the worker moved later (a claimed quiet time, a postponed
+      sitemap) is kept as "no sooner than" (the later of the two); one it moved earlier
+      (a provider said the page changed) is taken if sooner, unless a visit committed
+      meanwhile came at or after it (that visit saw the change);
+    * status, lease and identity are never the writer's.
+
+    ``base`` None (the worker did not read the record): only the fields a provider
+    signal or a request sets (``next_due``, ``provider``, the update lists,
+    ``request``, ``access_count``) are taken.
+
+    >>> base = PageState("ab", "u", next_due=100.0, visits=1, last_crawl=10.0)
+    >>> new = PageState("ab", "u", next_due=50.0, visits=1, last_crawl=10.0, past_updates=[40.0])
+    >>> now = PageState("ab", "u", next_due=500.0, visits=2, last_crawl=60.0)
+    >>> m = merge_write(base, new, now)
+    >>> m.visits, m.next_due, m.past_updates
+    (2, 500.0, [40.0])
+    """
+    out = copy.copy(current)
+    visit_fields: frozenset[str] = frozenset()
+    if base is None:
+        base = current
+        visit_fields = _VISIT_FIELDS
+    visited = current.last_crawl != base.last_crawl
+    now_data, base_data, new_data = out.__dict__, base.__dict__, new.__dict__
+    for name, value in new_data.items():
+        if name in _OWN_FIELDS or name in visit_fields or value == base_data.get(name):
+            continue
+        if name == "past_updates":
+            added = set(value) - set(base_data[name])
+            out.past_updates = sorted(set(current.past_updates) | added)[-MAX_PAST_UPDATES:]
+        elif name == "future_updates":
+            old, mine = set(base_data[name]), set(value)
+            kept = (set(current.future_updates) - (old - mine)) | (mine - old)
+            out.future_updates = sorted(kept)[:MAX_FUTURE_UPDATES]
+        elif name == "next_due":
+            if value > base_data[name]:
+                out.next_due = max(current.next_due, value)
+            elif not (visited and current.last_crawl is not None and current.last_crawl >= value):
+                out.next_due = min(current.next_due, value)
+        else:
+            now_data[name] = copy.deepcopy(value)
+    return out
+
+
 class RedisFrontier:
     """A frontier shared by every process that uses the same Redis store prefix.
 
@@ -222,6 +316,8 @@ class RedisFrontier:
         self._give_back = client.register_script(lua.GIVE_BACK)
         self._back_off = client.register_script(_BACK_OFF)
         self._host_done = client.register_script(lua.HOST_DONE)
+        self._write_if = client.register_script(lua.WRITE_IF)
+        self._site_cas = client.register_script(lua.SITE_CAS)
         self._prefix = store.prefix
         #: Visits sent again because another worker changed their site in between.
         self.site_retries = 0
@@ -229,6 +325,11 @@ class RedisFrontier:
         self.site_given_up = 0
         #: Visits not written because their lease was lost.
         self.leases_lost = 0
+        #: Record writes outside a visit merged into a record another worker changed.
+        self.record_retries = 0
+        #: When a dict: key -> the stored value of every record a commit wrote (the
+        #: base of the next compare-and-set of that record; the caller takes them out).
+        self.written: dict[str, bytes] | None = None
         #: Host -> its site value as the last commit saw it (None: no site record).
         self._site_values: dict[str, bytes | None] = {}
         self._claim_id = uuid.uuid4().hex[:16]
@@ -309,10 +410,10 @@ class RedisFrontier:
             *(host.encode() for host in skip_hosts),
         )
         leased = []
-        for i in range(0, len(flat), 2):
+        for i in range(0, len(flat), 3):
             state = decode_record(flat[i], flat[i + 1])
             stream = Stream.NEW if state.last_crawl is None else Stream.REFRESH
-            leased.append(Leased(state, token, stream))
+            leased.append(Leased(state, flat[i + 2].decode(), stream))
         if reaped:
             logger.info(
                 "scrapy_fresh: %(n)d expired leases went back to the Redis frontier "
@@ -381,6 +482,8 @@ class RedisFrontier:
         claims: dict[int, str] = {}
         waits = 0
         first = True
+        rows: dict[int, tuple[bytes | str, ...]] = {}
+        written = self.written
         while todo:
             args: list[bytes | str] = [self._prefix]
             chain = dict(current)  # visits of one host in one call build on each other
@@ -419,6 +522,7 @@ class RedisFrontier:
                 if value:
                     chain[host] = value
                 row = encode_record(record, priority(record))
+                rows[i] = row
                 outcome = "" if visit.outcome is None else Outcome(visit.outcome).value
                 args += (row[0], visit.leased.token, *row[1:3], *row[4:],
                          host.encode(), check, value, outcome, claims.get(i, ""))  # fmt: skip
@@ -433,6 +537,8 @@ class RedisFrontier:
                     known[host] = current[host] = now_site or None
                 if code == 1:
                     done[i] = True
+                    if written is not None:
+                        written[records[i].key] = record_bytes(rows[i])
                 elif code in (-2, -3):
                     tries[i] += 1
                     retry.append(i)
@@ -464,11 +570,114 @@ class RedisFrontier:
             raise ValueError(f"record {state.key} is not the leased URL {leased.key}.")
         record = copy.copy(state)
         record.status = Status.IN_FLIGHT
-        record.in_flight_since = float(leased.token)
+        if record.in_flight_since is None:  # the script keeps the lease's time anyway
+            record.in_flight_since = leased.state.in_flight_since
         row = encode_record(record, self.store.priority(record))
         args = [self._prefix, row[0], leased.token, *row[1:3], *row[4:], b"", "-", b"", "", ""]
         codes, _ = self.store._call("update a leased record", self._commit, args=args)
         return int(codes[0]) == 1
+
+    def update_site(self, host: str, change: SiteChange) -> SiteState | None:
+        """Change the site record ``host`` (a trust record, a quiet claim) by
+        compare-and-set; return it as written (None: nothing written).
+
+        ``change(site)`` gets the current record (None: there is none) and returns its
+        new value, or None to leave it; it may run more than once (another worker
+        changed the record in between: it runs again on the new value,
+        :attr:`site_retries`), so it must compute from its argument only. The policy
+        maths stays in Python; concurrent updates of one record all count. It starts
+        from the value this frontier object last saw (one round trip when nobody else
+        wrote the record) and takes the record's turn after :data:`CLAIM_AFTER` lost
+        races, as :meth:`commit_visits` does.
+        """
+        known = self._site_values
+        if host not in known:
+            if len(known) >= SITE_CACHE_HOSTS:
+                known.clear()
+            known.update(self.store.read_sites([host]))
+        tries = waits = 0
+        claim = ""
+        while True:
+            base = known.get(host)
+            result = change(decode_site(base))
+            if result is None and not claim:
+                return None  # nothing to write (a turn claimed is handed back below)
+            if result is not None and result.host != host:
+                raise ValueError(f"site {result.host!r} is not {host!r}.")
+            value = b"" if result is None else encode_site(result)
+            check: bytes | str = "?" if base is None else b"=" + base
+            code, now_site = self.store._run(
+                self._site_cas, "update a site record", host.encode(), check, value, claim
+            )
+            known[host] = now_site or None
+            code = int(code)
+            if code == 1:
+                return result
+            tries += 1
+            self.site_retries += 1
+            if tries >= MAX_SITE_TRIES:
+                self.site_given_up += 1
+                logger.warning(
+                    "scrapy_fresh: the site record %(host)s was busy for %(n)d tries; "
+                    "an update of it is not written.",
+                    {"host": host, "n": MAX_SITE_TRIES},
+                )
+                return None
+            if code == -3:
+                waits += 1
+                time.sleep(random.uniform(0.0, min(MAX_SITE_BACKOFF, 0.0001 * 2**waits)))
+            elif tries >= CLAIM_AFTER and not claim:
+                claim = f"{self._claim_id}:{next(self._claim_numbers)}"
+
+    def write_records(
+        self, writes: Iterable[tuple[bytes | None, PageState]]
+    ) -> list[tuple[int, bytes | None, PageState]]:
+        """Write records outside a visit, each only while it is as it was read.
+
+        ``writes``: per record the stored value it was read as (None: not read; then
+        every field :func:`merge_write` lets a writer own is taken as changed) and the
+        new record. One script call per round; a record another worker changed since it
+        was read gets the change merged into its current value (:func:`merge_write`,
+        :attr:`record_retries`) and is sent again, up to :data:`MAX_RECORD_TRIES` times.
+
+        Returns per write ``(code, value, record)``: code 1 written (value: as stored
+        now), 0 no such record (nothing written), -4 in flight (a worker holds its
+        lease: nothing written; ``record`` is the change merged into the record as it is
+        now, ``value``, so the caller can write it after that visit) or -2 still
+        conflicting after :data:`MAX_RECORD_TRIES` tries (nothing written).
+        """
+        items = [(raw, new) for raw, new in writes]
+        results: list[tuple[int, bytes | None, PageState] | None] = [None] * len(items)
+        raws = [raw for raw, _ in items]
+        news = [new for _, new in items]
+        todo = list(range(len(items)))
+        tries = [0] * len(items)
+        priority = self.store.priority
+        while todo:
+            args: list[bytes | str] = [self._prefix]
+            for i in todo:
+                row = encode_record(news[i], priority(news[i]))
+                args += (row[0], raws[i] or b"", *row[1:3], *row[4:])
+            codes, values = self.store._call("write records", self._write_if, args=args)
+            retry = []
+            for i, code, value in zip(todo, codes, values, strict=True):
+                code = int(code)
+                if code in (-2, -4) and value != raws[i]:
+                    raw = raws[i]
+                    key = bytes.fromhex(news[i].key)
+                    base = None if raw is None else decode_record(key, raw)
+                    current = decode_record(key, value)
+                    news[i] = merge_write(base, news[i], current)
+                    raws[i] = value
+                    if code == -2:
+                        tries[i] += 1
+                        self.record_retries += 1
+                        if tries[i] < MAX_RECORD_TRIES:
+                            retry.append(i)
+                            continue
+                results[i] = (code, value or None, news[i])
+            todo = retry
+        return [r for r in results if r is not None]
 
     def visit(
         self, leased: Leased, outcome: Outcome, now: float, policy: RevisitPolicy,

@@ -38,7 +38,7 @@ deleting.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from scrapy_fresh.policy.trust import (
@@ -262,28 +262,65 @@ class TrustLedger:
         """The kinds among ``kinds`` that ``host`` has sent claims of."""
         return [k for k in kinds if self.get(host, k) is not None]
 
+    def _update(
+        self, host: str, kind: str, change: Callable[[HostTrust, bool], bool]
+    ) -> HostTrust:
+        """Apply ``change(entry, new)`` (True: write it) to the trust record and write it.
+
+        A store with ``update_site`` (the shared Redis store,
+        :meth:`~scrapy_fresh.distributed.OutageSafeStore.update_site`) runs ``change`` on
+        the stored record by compare-and-set, so that the evidence several workers add
+        to one host's record concurrently all counts; other stores write the cached
+        record (one process owns it)."""
+        update = getattr(self.store, "update_site", None)
+        if update is None:
+            entry = self.get(host, kind)
+            new = entry is None
+            if entry is None:
+                entry = self._cache[(host, kind)] = HostTrust(host, kind, TrustRecord())
+            if change(entry, new):
+                self.store.put_site(entry.to_site())
+            return entry
+        seen: list[HostTrust] = []
+
+        def apply(site: SiteState | None) -> SiteState | None:
+            found = HostTrust.from_site(site) if site is not None else None
+            entry = found or HostTrust(host, kind, TrustRecord())
+            seen[:] = [entry]
+            return entry.to_site() if change(entry, found is None) else None
+
+        update(trust_site_key(host, kind), apply)
+        self._cache[(host, kind)] = seen[0]
+        return seen[0]
+
     def claimed(self, host: str, kind: str, now: float) -> None:
         """Note that ``host`` sent a claim of ``kind`` at ``now`` (creates the record)."""
+
+        def change(entry: HostTrust, new: bool) -> bool:
+            if not new and now <= entry.last_claim_at:
+                return False
+            entry.last_claim_at = now
+            return True
+
         entry = self.get(host, kind)
-        if entry is None:
-            entry = self._cache[(host, kind)] = HostTrust(host, kind, TrustRecord(), now)
-        elif now <= entry.last_claim_at:
+        if entry is not None and now <= entry.last_claim_at:
             return
-        entry.last_claim_at = now
-        self.store.put_site(entry.to_site())
+        self._update(host, kind, change)
 
     def observe(
         self, host: str, kind: str, evidence: Evidence, weight: float = 1.0, chance: float = 0.0
     ) -> tuple[bool, bool]:
         """Add one observation (:func:`~scrapy_fresh.policy.trust.observe`); return
         (demoted before, demoted after)."""
-        entry = self.get(host, kind)
-        if entry is None:
-            entry = self._cache[(host, kind)] = HostTrust(host, kind, TrustRecord())
-        before = entry.record.demoted
-        entry.record = observe(entry.record, evidence, self.params, weight, chance)
-        self.store.put_site(entry.to_site())
-        return before, entry.record.demoted
+        demoted = [False]
+
+        def change(entry: HostTrust, new: bool) -> bool:
+            demoted[0] = entry.record.demoted
+            entry.record = observe(entry.record, evidence, self.params, weight, chance)
+            return True
+
+        entry = self._update(host, kind, change)
+        return demoted[0], entry.record.demoted
 
     def observe_quiet(
         self, host: str, quiet_fraction: float, changed: bool, chance: float = 0.0
@@ -291,13 +328,17 @@ class TrustLedger:
         """Judge one quiet claim of ``host``
         (:func:`~scrapy_fresh.policy.trust.observe_quiet`); return (demoted before,
         demoted after)."""
-        entry = self.get(host, QUIET_KIND)
-        if entry is None:
-            entry = self._cache[(host, QUIET_KIND)] = HostTrust(host, QUIET_KIND, TrustRecord())
-        before = entry.record.demoted
-        entry.record = observe_quiet(entry.record, quiet_fraction, changed, self.params, chance)
-        self.store.put_site(entry.to_site())
-        return before, entry.record.demoted
+        demoted = [False]
+
+        def change(entry: HostTrust, new: bool) -> bool:
+            demoted[0] = entry.record.demoted
+            entry.record = observe_quiet(
+                entry.record, quiet_fraction, changed, self.params, chance
+            )
+            return True
+
+        entry = self._update(host, QUIET_KIND, change)
+        return demoted[0], entry.record.demoted
 
     def quiet_weight(self, host: str) -> float:
         """The share of a claimed quiet time ``host``'s claims may defer a page by
@@ -310,8 +351,19 @@ class TrustLedger:
         return QuietClaim.from_site(site) if site is not None else None
 
     def put_quiet_claim(self, key: str, claim: QuietClaim) -> None:
-        """Keep ``claim`` for the next visit of the page of record key ``key``."""
-        self.store.put_site(claim.to_site(key))
+        """Keep ``claim`` for the next visit of the page of record key ``key`` (with
+        ``update_site``, unless a later claim is stored already)."""
+        update = getattr(self.store, "update_site", None)
+        if update is None:
+            self.store.put_site(claim.to_site(key))
+            return
+
+        def change(site: SiteState | None) -> SiteState | None:
+            if site is not None and site.updated_at > claim.claimed_at:
+                return None
+            return claim.to_site(key)
+
+        update(quiet_site_key(key), change)
 
     def score(self, host: str, kind: str) -> float:
         return trust_score(self.record(host, kind), self.params)

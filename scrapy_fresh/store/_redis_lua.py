@@ -35,17 +35,37 @@ up to date by every store write so that both always agree):
 ``P:served``        hash    pops per stream (the discovery/refresh mix)
 ``P:outcomes``      hash    committed visits per outcome
 ``P:sturn:<h>``     string  a contended visit's turn at host h's site (expires)
+``P:lease``         hash    in-flight key -> its lease token (taken by a pop)
+``P:leaseno``       string  pops so far: the nonce of the next pop's lease tokens
 ==================  ======  ======================================================
+
+A lease token is ``t<pop number>.<i>`` (the i-th URL of that pop): two pops in the same
+clock tick get different tokens. The lease still runs out by the pop time (the
+``P:flight`` score). A record in flight without a ``P:lease`` entry (taken by an older
+version, or marked with :data:`MARK`) is held by the token that equals its
+``in_flight_since`` text, as before.
 """
 
 from __future__ import annotations
 
-__all__ = ["COMMIT", "DELETE", "DUE", "GIVE_BACK", "HOST_DONE", "MARK", "POP", "RELEASE", "WRITE"]
+__all__ = [
+    "COMMIT",
+    "DELETE",
+    "DUE",
+    "GIVE_BACK",
+    "HOST_DONE",
+    "MARK",
+    "POP",
+    "RELEASE",
+    "SITE_CAS",
+    "WRITE",
+    "WRITE_IF",
+]
 
 _PRELUDE = r"""
 local P = ARGV[1]
 local K_PAGES, K_IDS, K_DUE = P .. ':pages', P .. ':ids', P .. ':due'
-local K_FLIGHT, K_COUNTS = P .. ':flight', P .. ':counts'
+local K_FLIGHT, K_COUNTS, K_LEASE = P .. ':flight', P .. ':counts', P .. ':lease'
 local WM = tonumber(redis.call('GET', P .. ':wm') or '-inf')
 
 local function fmt(x) return string.format('%.17g', x) end
@@ -91,7 +111,16 @@ local function unindex(key, r)
     redis.call('ZREM', rq(string.sub(r.f, 1, 1), r.host), key)
   elseif r.s == '2' then
     redis.call('ZREM', K_FLIGHT, key)
+    redis.call('HDEL', K_LEASE, key)
   end
+end
+
+-- whether ``token`` holds the lease of the record ``r`` of ``key``
+local function holds(key, r, token)
+  if r.s ~= '2' then return false end
+  local t = redis.call('HGET', K_LEASE, key)
+  if t then return t == token end
+  return r.ifs == token  -- no nonce: taken by an older version (token = the pop time)
 end
 
 local function index(key, r)
@@ -258,7 +287,7 @@ return {#keys, released}
 #: runs). With a delay, a host taken is held for ``hold_secs`` or until HOST_DONE. Reaps expired leases, promotes newly due keys into their hosts' ready
 #: queues, then takes up to n keys: hosts whose next-allowed time has come, the best
 #: priority among the longest-waiting ready hosts, one key per host contact.
-#: Returns {{key, record, ...}, reaped, next host time, next due time}.
+#: Returns {{key, record, lease token, ...}, reaped, next host time, next due time}.
 POP = (
     _PRELUDE
     + r"""
@@ -404,6 +433,7 @@ local function take(st)
 end
 
 local out = {}
+local nonce = 't' .. tostring(redis.call('INCR', P .. ':leaseno')) .. '.'
 for _ = 1, n do
   local first, second = 'r', 'n'
   if served.n < share * (served.n + served.r + 1) then first, second = 'n', 'r' end
@@ -426,8 +456,11 @@ for _ = 1, n do
     redis.call('HSET', K_PAGES, key, v)
     redis.call('ZADD', K_FLIGHT, now_s, key)
     redis.call('HINCRBY', K_COUNTS, '2', 1)
+    local token = nonce .. tostring(#out / 3)
+    redis.call('HSET', K_LEASE, key, token)
     out[#out + 1] = key
     out[#out + 1] = v
+    out[#out + 1] = token
   end
 end
 redis.call('HSET', K_SERVED, 'n', served.n, 'r', served.r)
@@ -487,7 +520,9 @@ for b = 2, #ARGV, 14 do
     local nr = {s = ARGV[b + 2], f = ARGV[b + 3], d = r.d, nd = ARGV[b + 4],
                 ifs = ARGV[b + 5], pr = ARGV[b + 6], host = ARGV[b + 7], body = ARGV[b + 8]}
     if shost ~= '' then now_site = redis.call('HGET', K_SITES, shost) end
-    if token ~= '*' and (r.s ~= '2' or r.ifs ~= token) then
+    local held = token == '*' or holds(key, r, token)
+    if nr.s == '2' and token ~= '*' and held then nr.ifs = r.ifs end  -- keeps its lease
+    if not held then
       if old == build(nr) then code = 2 else code = -1 end
     elseif check ~= '-' then
       turn_key = P .. ':sturn:' .. shost
@@ -507,6 +542,7 @@ for b = 2, #ARGV, 14 do
       unindex(key, r)
       redis.call('HSET', K_PAGES, key, build(nr))
       index(key, nr)
+      if nr.s == '2' and token ~= '*' then redis.call('HSET', K_LEASE, key, token) end
       if check ~= '-' then
         now_site = ARGV[b + 11]
         redis.call('HSET', K_SITES, shost, now_site)
@@ -536,7 +572,7 @@ local key, token = ARGV[2], ARGV[3]
 local old = redis.call('HGET', K_PAGES, key)
 if not old then return 0 end
 local r = parse(old)
-if r.s ~= '2' or r.ifs ~= token then return 0 end
+if not holds(key, r, token) then return 0 end
 release(key, r)
 return 1
 """
@@ -557,5 +593,78 @@ local t = fmt(ready_time(host))
 redis.call('ZADD', P .. ':hh:n', 'XX', t, host)
 redis.call('ZADD', P .. ':hh:r', 'XX', t, host)
 return 1
+"""
+)
+
+#: Compare-and-set writes of records outside a visit (provider signals, request data).
+#: ARGV: P, then 9 values per record: key, the stored value it was read as (empty: none
+#: read), then the new record (status, flags, next_due, in_flight_since, priority, host,
+#: json). Returns ``{codes, values}``, per record code 1 (written; value: the record as
+#: stored now), 0 (no record: nothing written), -2 (the record changed since it was read;
+#: value: the record now) or -4 (the record is in flight: a worker holds its lease and
+#: will write its visit; nothing written; value: the record now). A record's doc_id is
+#: kept.
+WRITE_IF = (
+    _PRELUDE
+    + r"""
+local codes, values = {}, {}
+for b = 2, #ARGV, 9 do
+  local key, expected = ARGV[b], ARGV[b + 1]
+  local old = redis.call('HGET', K_PAGES, key)
+  local code, value = 1, ''
+  if not old then
+    code = 0
+  elseif string.sub(old, 1, 2) == '2|' then
+    code, value = -4, old
+  elseif old ~= expected then
+    code, value = -2, old
+  else
+    local r = parse(old)
+    local nr = {s = ARGV[b + 2], f = ARGV[b + 3], d = r.d, nd = ARGV[b + 4],
+                ifs = ARGV[b + 5], pr = ARGV[b + 6], host = ARGV[b + 7], body = ARGV[b + 8]}
+    unindex(key, r)
+    value = build(nr)
+    redis.call('HSET', K_PAGES, key, value)
+    index(key, nr)
+  end
+  codes[#codes + 1] = code
+  values[#values + 1] = value
+end
+return {codes, values}
+"""
+)
+
+#: Compare-and-set of one site record (trust records, quiet claims). ARGV: P, site key,
+#: check (``?``: write only if there is none; ``=`` followed by the stored value: write
+#: only if it is still that value), the new value (empty: write nothing), turn claim
+#: (empty: none). The turn is COMMIT's (``P:sturn:<key>``). Returns ``{code, value}``:
+#: 1 (written, or nothing to write and unchanged), -2 (changed since read), -3 (another
+#: update has the turn); value is the site's value now ('' if none).
+SITE_CAS = (
+    r"""
+local P, host, check, value, claim = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local K_SITES = P .. ':sites'
+local now_site = redis.call('HGET', K_SITES, host)
+local turn_key = P .. ':sturn:' .. host
+local turn = redis.call('GET', turn_key)
+local code = 1
+if turn and turn ~= claim then
+  code = -3
+elseif (check == '?' and now_site) or (check ~= '?' and now_site ~= string.sub(check, 2)) then
+  code = -2
+  if claim ~= '' and not turn then
+    redis.call('SET', turn_key, claim, 'PX', """
+    + str(SITE_TURN_MS)
+    + r""")
+  end
+end
+if code == 1 then
+  if value ~= '' then
+    redis.call('HSET', K_SITES, host, value)
+    now_site = value
+  end
+  if claim ~= '' and turn == claim then redis.call('DEL', turn_key) end
+end
+return {code, now_site or ''}
 """
 )

@@ -58,6 +58,7 @@ __all__ = [
     "decode_site",
     "encode_record",
     "encode_site",
+    "record_bytes",
 ]
 
 logger = logging.getLogger(__name__)
@@ -163,6 +164,17 @@ def encode_record(state: PageState, priority: float) -> tuple[bytes | str, ...]:
         state.host,
         text,
     )
+
+
+def record_bytes(row: tuple[bytes | str, ...]) -> bytes:
+    """The stored value of the record :func:`encode_record` gave ``row`` for (as the
+    scripts build it, with the row's doc_id): what a compare-and-set expects after a
+    write of that row."""
+    status, flags, doc, due, since, priority, host, body = (
+        v.decode() if isinstance(v, bytes) else v for v in row[1:]
+    )
+    head = "|".join((status, flags, doc, due, since, priority, str(len(host.encode()))))
+    return f"{head}|{host}{body}".encode()
 
 
 def decode_record(key: bytes, value: bytes) -> PageState:
@@ -385,6 +397,22 @@ class RedisStore(ClosingStore):
                 if value is not None:
                     state = decode_record(raw, value)
                     out[state.key] = state
+        return out
+
+    def read_records(self, keys: Iterable[str]) -> dict[str, tuple[PageState, bytes]]:
+        """Return the records of ``keys`` that exist with their stored values, by key.
+
+        The read half of a compare-and-set (:meth:`RedisFrontier.write_records
+        <scrapy_fresh.frontier.redis_frontier.RedisFrontier.write_records>`).
+        """
+        raws = list(dict.fromkeys(bytes.fromhex(check_key(k)) for k in keys))
+        self._check_open()
+        out: dict[str, tuple[PageState, bytes]] = {}
+        for chunk in _chunks(raws, READ_CHUNK):
+            values = self._call("get records", self.client.hmget, self.k_pages, chunk)
+            for raw, value in zip(chunk, values, strict=True):
+                if value is not None:
+                    out[raw.hex()] = (decode_record(raw, value), value)
         return out
 
     def put(self, state: PageState) -> None:

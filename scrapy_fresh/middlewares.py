@@ -46,7 +46,9 @@ __all__ = ["FreshDownloaderMiddleware", "FreshSpiderMiddleware", "NotModified"]
 
 logger = logging.getLogger(__name__)
 
-_HEADERS = ("etag", "last-modified", "content-length")
+#: A 304's headers handed on: validators, and what it says of the copy's lifetime
+#: (RFC 9111, Section 4.3.4: a 304 freshens the stored response).
+_HEADERS = ("etag", "last-modified", "content-length", "cache-control", "expires", "date", "age")
 
 
 class NotModified(IgnoreRequest):

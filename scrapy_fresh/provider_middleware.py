@@ -529,7 +529,13 @@ class FreshProviderMiddleware:
 
     # -- after a visit -----------------------------------------------------------------
 
-    def _on_outcome(self, state: PageState, outcome: Outcome, now: float) -> None:
+    def _on_outcome(
+        self,
+        state: PageState,
+        outcome: Outcome,
+        now: float,
+        headers: Mapping[str, str | None],
+    ) -> None:
         visit = self._visits.pop(state.key, None)
         postpone = state.key in self._postponed
         self._postponed.discard(state.key)
@@ -538,6 +544,10 @@ class FreshProviderMiddleware:
             report = ParseReport()
             own = meta_signals(visit[0], state.url, now, report)
             self._count_skipped(report)
+            if headers:  # a 304's own lifetime (the conditional check took the answer)
+                answer = header_signals(headers, state.url, now)
+                self._count_skipped(answer.report)
+                own.extend(answer)
         try:
             moved = self.tracker.after_visit(state, outcome, now, own)
             if outcome in (Outcome.GONE, Outcome.ERROR):

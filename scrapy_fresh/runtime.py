@@ -286,8 +286,12 @@ class FreshRuntime:
         self.host_listeners: list[Callable[[str], None]] = []
         #: Called with the queued new records the store knew already (see flush_new).
         self.known_listeners: list[Callable[[list[PageState]], None]] = []
-        #: Called with (record, outcome, now) after each visit is recorded (the visit log).
-        self.outcome_listeners: list[Callable[[PageState, Outcome, float], None]] = []
+        #: Called with (record, outcome, now, headers) after each visit is recorded (the
+        #: visit log, provider signals); ``headers`` are a body-less answer's (a 304's,
+        #: lower-case names), else empty: a downloaded page's are in its response.
+        self.outcome_listeners: list[
+            Callable[[PageState, Outcome, float, Mapping[str, str | None]], None]
+        ] = []
         _check_store_choice(config)
 
     @classmethod
@@ -512,7 +516,12 @@ class FreshRuntime:
         return lease, state
 
     def _commit(
-        self, meta: MutableMapping[str, Any], state: PageState, outcome: Outcome, now: float
+        self,
+        meta: MutableMapping[str, Any],
+        state: PageState,
+        outcome: Outcome,
+        now: float,
+        headers: Mapping[str, str | None] | None = None,
     ) -> None:
         meta["fresh_outcome"] = outcome.value
         cost = self.check_cost(state)
@@ -549,7 +558,7 @@ class FreshRuntime:
         if written is False:
             return  # another worker holds the URL: its visit is the one recorded
         for outcome_listener in list(self.outcome_listeners):
-            outcome_listener(state, outcome, now)
+            outcome_listener(state, outcome, now, headers or {})
 
     def _commit_leased(
         self, state: PageState, outcome: Outcome, now: float, cost: float,
@@ -614,7 +623,7 @@ class FreshRuntime:
         if outcome is Outcome.NOT_MODIFIED and headers:
             state.etag = headers.get("etag") or state.etag
             state.last_modified = headers.get("last-modified") or state.last_modified
-        self._commit(meta, state, outcome, self.clock())
+        self._commit(meta, state, outcome, self.clock(), headers)
         return state
 
     def record_fetch(

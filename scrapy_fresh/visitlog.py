@@ -28,6 +28,8 @@ from scrapy_fresh import default_settings
 from scrapy_fresh.runtime import FreshRuntime, resolve_sqlite_path
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.http import Response
@@ -148,7 +150,9 @@ class VisitLog:
             }
         )
 
-    def _visited(self, state: PageState, outcome: Outcome, now: float) -> None:
+    def _visited(
+        self, state: PageState, outcome: Outcome, now: float, headers: Mapping[str, str | None]
+    ) -> None:
         self._write(
             {
                 "e": "visit",

@@ -3,7 +3,8 @@
 Paths (``N`` is 0..count-1):
 
 * ``/a/N``        an article; ``Last-Modified`` is its real modification time,
-  ``Cache-Control: max-age`` when ``max_age`` is set.
+  ``Cache-Control: max-age`` when ``max_age`` is set; with ``conditional=True`` a
+  ``304`` (with the same headers) to an ``If-Modified-Since`` not older than it.
 * ``/sitemap.xml`` every article with ``<lastmod>`` (the real time, or with
   ``lie=True`` the time of the request: a sitemap that stamps everything "now") and
   ``<changefreq>`` when ``changefreq`` is set.
@@ -25,7 +26,7 @@ import time
 import zlib
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from email.utils import formatdate
+from email.utils import formatdate, parsedate_to_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -51,6 +52,7 @@ class NewsSite:
     sy_period: str | None = None
     ttl_minutes: int | None = None
     max_age: int | None = None
+    conditional: bool = False
     bomb_bytes: int = 64 << 20
     seed: int = 3
     articles: dict[str, Article] = field(default_factory=dict)
@@ -186,6 +188,15 @@ class _Handler(BaseHTTPRequestHandler):
                 }
             if site.max_age is not None:
                 headers["Cache-Control"] = f"max-age={site.max_age}"
+            since = self.headers.get("If-Modified-Since")
+            if (
+                site.conditional
+                and since
+                and parsedate_to_datetime(since).timestamp() >= int(a.modified)
+            ):
+                del headers["Content-Type"]
+                self._send(304, b"", headers)
+                return
             self._send(200, body, headers)
         else:
             self._send(404, b"not found", {"Content-Type": "text/plain"})

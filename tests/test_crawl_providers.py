@@ -17,7 +17,7 @@ import pytest
 
 from scrapy_fresh.keys import url_key
 from scrapy_fresh.policy.trust import TrustRecord, trust_score
-from scrapy_fresh.providers.ledger import iter_trust
+from scrapy_fresh.providers.ledger import QuietClaim, iter_trust, quiet_site_key
 from scrapy_fresh.store.base import PageState, Provider
 from scrapy_fresh.store.sqlite import SQLiteStore
 
@@ -369,6 +369,33 @@ def test_lying_max_age_is_judged_demoted_and_pages_fetched_at_their_own_rate(
         )
         assert all(site.requests(path) == before[path] + 1 for path in ARTICLES)
         assert third.stat("fresh/providers/quiet/deferred") == 0
+
+
+def test_a_304_answer_brings_its_own_max_age(crawl: Any, tmp_path: Path) -> None:
+    """A 304 carries the copy's new lifetime (RFC 9111, Section 4.3.4): the quiet claim
+    kept for the next visit is the 304's ``max-age``, not the old answer's carried on."""
+    db = tmp_path / "s.sqlite"
+    site = news.NewsSite(max_age=int(WEEK), conditional=True)
+    with news.NewsServer(site) as server:
+        crawl({"settings": settings(db), "start": start(server, *ARTICLES)}, tmp_path / "c1")
+        site.max_age = 2 * 86400
+        second = crawl(
+            {"settings": settings(db), "clock_offset": 86400.0 + 60, "start": []},
+            tmp_path / "c2",
+        )
+        assert second.stat("fresh/not_modified") == 5
+        assert second.stat("fresh/trust/quiet/kept") == 5
+        store = SQLiteStore(str(db))
+        try:
+            for path in ARTICLES:
+                site_record = store.get_site(quiet_site_key(url_key(server.url(path))))
+                assert site_record is not None
+                claim = QuietClaim.from_site(site_record)
+                assert claim is not None
+                assert claim.until is not None
+                assert claim.until - claim.claimed_at == pytest.approx(2 * 86400, abs=5)
+        finally:
+            store.close()
 
 
 def test_honest_max_age_earns_a_bounded_deferral(crawl: Any, tmp_path: Path) -> None:

@@ -57,6 +57,7 @@ Prints markdown tables and PASS/MISS lines on stdout.
 from __future__ import annotations
 
 import argparse
+import logging
 import platform
 import sys
 import time
@@ -397,6 +398,9 @@ def main() -> int:
         help="run the trust rows once per seed (0-4, 0,3,7) and report their spread",
     )
     args = parser.parse_args()
+    # The tracker warns once per lying host and kind, as a crawl's log would: dozens of
+    # lines per replay here, the counts are in the tables.
+    logging.getLogger("scrapy_fresh.providers.tracker").setLevel(logging.ERROR)
     seeds = parse_seeds(args.seeds) if args.seeds else None
     print(
         f"python {platform.python_version()} on {platform.machine()}, {platform.system()}; "

@@ -114,7 +114,7 @@ def test_a_lying_sitemap_is_demoted_then_stops_moving_due_times(store):
     assert record.record.demoted  # kept in the store, as a site record
     # the lie goes on: recorded, not used
     before = pages[5].next_due
-    tracker.apply(sitemap(pages[5].url, now), now)
+    tracker.apply(sitemap(pages[5].url, now - 600.0), now)  # not the read time itself
     last = store.get(pages[5].key)
     assert counts["fresh/providers/untrusted_claims"] >= 1
     assert last.next_due == before > now

@@ -95,6 +95,42 @@ without the claim, the more its keeping still confirms it; a page never seen to 
 (:math:`q = 0`) confirms nothing. The bounded deferral above puts every visit inside
 the claimed time, where a judgment is clean.
 
+**Announced updates judged together.** A visit after several announced instants of
+one kind (an hourly schedule seen by a visit a day later) judges them together: if the
+host's claims hold, the page changed unless none of them came true, with probability
+:math:`P = 1 - \prod_i (1 - p_i)` over the distinct instants (:func:`any_announced`),
+and that is the claim's probability in :func:`confirmed_share`. Taking only the likeliest
+one, as before, let a schedule that announced twenty changes since the last visit go
+nearly unrefuted by a visit that found none.
+
+**A host caught lying is not a new host.** The believing prior suits claims that call
+for the visit that checks them. An announced update does (the first slot after it), but
+it also says the copy fetched before it will not stay fresh, which makes fetching the
+page *worth less* (:func:`scrapy_fresh.policy.gain.announced_fresh_secs`): a false
+schedule that announces a change every hour makes its page look hopeless to fetch, the
+page is seldom fetched, and the few visits, long apart, find it changed as the page would
+have anyway (no news, :func:`confirmed_share`), so the schedule is never refuted and the
+page starves: the self-hiding of quiet claims again. A host whose signals of another kind
+were demoted has shown that it publishes false signals, and its announced updates are
+used only as far as they earned trust themselves, :math:`p\,c/(c + r + n_q)` (the
+sceptical prior of quiet claims, :func:`announced_probability`; 0 until judged), so its
+pages are fetched at their own rate, and those visits judge the schedule. Honest hosts
+keep the believing prior (measured: dropping it for every host costs the all-honest
+crawl up to 2% of its freshness, the announced quiet times of honest schedules being
+worth much).
+
+**Documents that date every entry at the time they are read.** A sitemap generated on
+request that gives every URL the generation time as ``<lastmod>`` (a feed that stamps
+every item with the time it is served) says nothing about its pages: the issue's own
+example of a lie, and search engines document ignoring such dates. Its claims need no
+visit to be judged: the document gives itself away when (nearly) all its dates equal the
+time it was read (:func:`stamps_read_time`), on two reads in a row, since a real change
+falls at the very moment of a read for one entry by chance, not for every entry twice.
+The tracker then ignores that document's dates while it keeps doing so, and counts each
+such read as one refuted claim of its host's kind, in full (an honest document dates
+every entry at the read time twice in a row with probability about 0), so the host is
+demoted after a few reads without a visit (:mod:`scrapy_fresh.providers.tracker`).
+
 Pure maths: no clock, no I/O.
 """
 
@@ -102,6 +138,7 @@ from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from scrapy_fresh.exceptions import ConfigError
@@ -114,9 +151,14 @@ from scrapy_fresh.policy._validate import (
 
 __all__ = [
     "DEFAULT_TRUST_PARAMS",
+    "STAMP_MIN_ENTRIES",
+    "STAMP_SHARE",
+    "STAMP_TOLERANCE_SECS",
     "Evidence",
     "TrustParams",
     "TrustRecord",
+    "announced_probability",
+    "any_announced",
     "change_chance",
     "confirmed_share",
     "deferred_due",
@@ -125,6 +167,7 @@ __all__ = [
     "quiet_seconds",
     "quiet_share",
     "quiet_weight",
+    "stamps_read_time",
     "trust_score",
     "weighted_probability",
 ]
@@ -226,9 +269,12 @@ def change_chance(changes: float, watched_secs: float, elapsed_secs: float) -> f
     x = check_non_negative("changes", changes)
     watched = check_non_negative("watched_secs", watched_secs)
     a = check_non_negative("elapsed_secs", elapsed_secs)
-    if x == 0.0 or watched == 0.0:
+    if x == 0.0 or watched == 0.0 or a == 0.0:
         return 0.0
-    return -math.expm1(-x / watched * a)
+    rate = x / watched
+    if math.isinf(rate):  # a change seen over next to no time: a certain change
+        return 1.0
+    return -math.expm1(-rate * a)
 
 
 def confirmed_share(score: float, probability: float, chance: float, changed: bool) -> float:
@@ -362,6 +408,93 @@ def weighted_probability(
     if record.demoted:
         return 0.0
     return p * trust_score(record, params)
+
+
+# -- documents stamped at read time (module docstring) ------------------------------------
+
+#: A date within this many seconds of the read time counts as "the read time" (a server
+#: generating a document stamps it a little before our clock reads the answer).
+STAMP_TOLERANCE_SECS = 60.0
+#: A document dates (nearly) all its entries at the read time when at least this share
+#: of them are (:func:`stamps_read_time`).
+STAMP_SHARE = 0.9
+#: Such documents are ignored once two reads in a row of them gave at least this many
+#: entries dated at the read time (a single page dated "now" twice may just be busy).
+STAMP_MIN_ENTRIES = 3
+
+
+def stamps_read_time(
+    times: Iterable[float],
+    read_at: float,
+    *,
+    tolerance_secs: float = STAMP_TOLERANCE_SECS,
+    share: float = STAMP_SHARE,
+) -> int:
+    """Return how many of the dates ``times`` that one document gave its entries, read
+    at ``read_at``, are the read time itself (within ``tolerance_secs``) if they are at
+    least ``share`` of them, else 0: the document says "updated now" of every page
+    (module docstring). One such read is not enough to ignore a document (a site may
+    have just regenerated every page): the tracker asks for two in a row, with at
+    least :data:`STAMP_MIN_ENTRIES` such dates between them.
+
+    >>> stamps_read_time([1000.0, 1000.0, 990.0], 1000.0)
+    3
+    >>> stamps_read_time([1000.0, 400.0, 100.0], 1000.0)  # real, older dates
+    0
+    >>> stamps_read_time([], 1000.0)
+    0
+    """
+    tol = check_non_negative("tolerance_secs", tolerance_secs)
+    ratio = check_probability("share", share)
+    total = stamped = 0
+    for t in times:
+        total += 1
+        stamped += abs(t - read_at) <= tol
+    return stamped if total and stamped >= ratio * total else 0
+
+
+def any_announced(probabilities: Iterable[float]) -> float:
+    r"""Return :math:`1 - \prod_i (1 - p_i)`: the probability that at least one of
+    several announced updates (distinct instants, each real with its :math:`p_i`, Xu et
+    al.'s :math:`P_{update}`, eq. 6) came true, as a visit after all of them judges them
+    (module docstring, "Announced updates judged together"). 0 for none.
+
+    >>> any_announced([0.5, 0.5]), any_announced([]), any_announced([0.3, 1.0])
+    (0.75, 0.0, 1.0)
+    >>> round(any_announced([0.8] * 20), 12)  # an hourly schedule, a visit a day later
+    1.0
+    """
+    log_none = 0.0
+    for p in probabilities:
+        if check_probability("probability", p) >= 1.0:
+            return 1.0
+        log_none += math.log1p(-p)
+    return 0.0 - math.expm1(log_none)  # 0.0 - x: no -0.0 for none
+
+
+def announced_probability(
+    probability: float,
+    record: TrustRecord,
+    params: TrustParams = DEFAULT_TRUST_PARAMS,
+    *,
+    caught: bool = False,
+) -> float:
+    r"""The :math:`P_{update}` to give an update announced with ``probability`` by a host
+    whose record of that kind is ``record``: :func:`weighted_probability` (:math:`\tau
+    p`), or, for a host ``caught`` publishing false signals of another kind (demoted for
+    them), only the trust its announcements earned themselves, :math:`p\,c/(c + r +
+    n_q)` (:func:`quiet_weight`; module docstring, "A host caught lying ...").
+
+    >>> round(announced_probability(0.8, TrustRecord()), 4)  # a new host: the prior
+    0.5333
+    >>> announced_probability(0.8, TrustRecord(), caught=True)  # caught: nothing unearned
+    0.0
+    >>> announced_probability(0.8, TrustRecord(confirmed=9.0), caught=True)  # 9 / 12
+    0.6000000000000001
+    """
+    if caught:
+        return check_probability("probability", probability) * quiet_weight(record, params)
+    return weighted_probability(probability, record, params)
 
 
 # -- quiet claims (module docstring, "Quiet claims ...") ----------------------------------

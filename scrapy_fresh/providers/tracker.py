@@ -25,23 +25,40 @@ every method takes ``now``.
   time and judges the claim (:func:`~scrapy_fresh.policy.trust.observe_quiet`). The claim
   is kept with the store (:class:`~scrapy_fresh.providers.ledger.QuietClaim`) for a
   visit in a later run.
+* Announced updates that came due since a page's last crawl are judged together by its
+  visit (:func:`~scrapy_fresh.policy.trust.any_announced`); a host whose signals of
+  another kind are demoted gets only the trust its announcements earned themselves
+  (:func:`~scrapy_fresh.policy.trust.announced_probability`). An instant announced again
+  takes the probability of now (the host's trust may have fallen since), and drops out
+  when that is 0 or its kind is demoted.
+* A sitemap or feed that dates (nearly) every entry at the time it is read, two reads in
+  a row (:func:`~scrapy_fresh.policy.trust.stamps_read_time`), has its dates ignored
+  before :meth:`~SignalTracker.apply` writes anything, each such read counted as a
+  refuted claim of its host's kind (``fresh/providers/stamped``,
+  ``fresh/providers/stamping``, a warning once per host and kind); the count of such
+  reads in a row is kept in the store (:func:`group_key`).
 """
 
 from __future__ import annotations
 
+import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from scrapy_fresh.frontier.revisit import Outcome
-from scrapy_fresh.keys import url_key
+from scrapy_fresh.keys import url_host, url_key
 from scrapy_fresh.policy.trust import (
     DEFAULT_TRUST_PARAMS,
+    STAMP_MIN_ENTRIES,
+    STAMP_TOLERANCE_SECS,
     Evidence,
     TrustParams,
+    announced_probability,
+    any_announced,
     change_chance,
-    weighted_probability,
+    stamps_read_time,
 )
 from scrapy_fresh.providers.apply import (
     add_announced,
@@ -50,9 +67,9 @@ from scrapy_fresh.providers.apply import (
     detected_level,
     signal_due,
 )
-from scrapy_fresh.providers.ledger import QUIET_KIND, QuietClaim, TrustLedger
-from scrapy_fresh.providers.signals import NotBefore, Signals
-from scrapy_fresh.store.base import PageState, Provider, StateStore, Status
+from scrapy_fresh.providers.ledger import QUIET_KIND, TRUST_PREFIX, QuietClaim, TrustLedger
+from scrapy_fresh.providers.signals import NotBefore, PastUpdate, Signals
+from scrapy_fresh.store.base import PageState, Provider, SiteState, StateStore, Status
 from scrapy_fresh.validators import parse_http_date
 
 __all__ = [
@@ -62,12 +79,17 @@ __all__ = [
     "MAX_HOST_RATES",
     "MAX_PENDING",
     "PAST_KINDS",
+    "STAMP_KINDS",
     "PageRecords",
     "SignalTracker",
+    "group_key",
 ]
 
 #: Signal kinds whose claims are past updates of other pages, checked at their visits.
 PAST_KINDS = ("sitemap", "feed", "push")
+#: Signal kinds of documents that may date every entry at the time they are read
+#: (:func:`~scrapy_fresh.policy.trust.stamps_read_time`).
+STAMP_KINDS = ("sitemap", "feed")
 #: Signal kinds whose claims are announced updates.
 FUTURE_KINDS = ("schedule", "changefreq", "spider")
 #: URLs not in the store yet whose signals are held until their first visit.
@@ -104,6 +126,22 @@ class _Visit:
     own: Signals = field(default_factory=Signals)
 
 
+logger = logging.getLogger(__name__)
+
+
+def group_key(group: tuple[str, str]) -> str:
+    """The site key that keeps the stamped reads of ``(host, kind)``'s documents: under
+    the ledger's prefix (:func:`~scrapy_fresh.providers.ledger.is_ledger_site`, so it is
+    no host's record) with a kind no trust record has (so
+    :func:`~scrapy_fresh.providers.ledger.iter_trust` skips it).
+
+    >>> group_key(("example.com", "sitemap"))
+    'trust/stamped/sitemap/example.com'
+    """
+    host, kind = group
+    return f"{TRUST_PREFIX}stamped/{kind}/{host}"
+
+
 def _no_stat(name: str, count: int = 1) -> None:
     """The default stats sink: nothing."""
 
@@ -137,6 +175,7 @@ class SignalTracker:
     :param records: where :meth:`apply` finds the records signals are about.
     :param key_of: the record key of a URL.
     :param fixed_level: the level a spider or the settings fixed for a record, or None.
+    :param host_of: the host of a URL (whose documents' dates are screened together).
     :param stat: ``stat(name, count)``, called for every ``fresh/providers/*`` and
         ``fresh/trust/*`` stat.
     :param on_trust_change: ``(host, kind, demoted, score)`` when a host's signals of
@@ -155,6 +194,7 @@ class SignalTracker:
         records: PageRecords | None = None,
         key_of: Callable[[str], str] = url_key,
         fixed_level: Callable[[PageState], Provider | None] | None = None,
+        host_of: Callable[[str], str] = url_host,
         stat: Callable[[str, int], None] = _no_stat,
         on_trust_change: Callable[[str, str, bool, float], None] | None = None,
     ) -> None:
@@ -166,6 +206,7 @@ class SignalTracker:
         self.records: PageRecords = records if records is not None else store
         self.key_of = key_of
         self.fixed_level = fixed_level or (lambda state: None)
+        self.host_of = host_of
         self.stat = stat
         self.on_trust_change = on_trust_change
         self.ledger = TrustLedger(store, params)
@@ -177,6 +218,11 @@ class SignalTracker:
         self._quiet_claims: OrderedDict[str, QuietClaim] = OrderedDict()
         #: host -> [changes, seconds] our visits of its pages saw in this run
         self._host_seen: OrderedDict[str, list[float]] = OrderedDict()
+        #: (host, kind) -> its documents' stamped reads in a row (:meth:`_unstamped`), as
+        #: kept in the store (None: the last read had real dates)
+        self._stamped: OrderedDict[tuple[str, str], SiteState | None] = OrderedDict()
+        #: (host, kind) whose stamped documents were logged in this run
+        self._stamp_logged: set[tuple[str, str]] = set()
 
     # -- visits ------------------------------------------------------------------------
 
@@ -248,6 +294,8 @@ class SignalTracker:
     def apply(self, signals: Signals, now: float) -> list[PageState]:
         """Write ``signals`` into the records they are about (held for unknown pages);
         return the records that changed, already written to :attr:`records`."""
+        if self.trust_enabled:
+            signals = self._unstamped(signals, now)
         key_of = self.key_of
         by_key: dict[str, Signals] = {}
         for url in signals.urls():
@@ -287,6 +335,91 @@ class SignalTracker:
             self.records.put_many(changed)
             self.stat("fresh/providers/records_updated", len(changed))
         return changed
+
+    def _unstamped(self, signals: Signals, now: float) -> Signals:
+        """``signals`` without the dates of documents that date every entry at the time
+        they are read (:func:`~scrapy_fresh.policy.trust.stamps_read_time`), two reads in
+        a row: such dates say nothing about the pages (a sitemap generated on request,
+        stamping every URL with "now"). Grouped by host and kind, so one call may carry
+        several hosts' documents (the simulator reads them all in one cycle)."""
+        groups: dict[tuple[str, str], list[PastUpdate]] = {}
+        for claim in signals.past:
+            if claim.signal in STAMP_KINDS:
+                groups.setdefault((self.host_of(claim.url), claim.signal), []).append(claim)
+        dropped: set[tuple[str, str]] = set()
+        for group, claims in groups.items():
+            stamped = stamps_read_time((c.when for c in claims), now)
+            before = self._stamp_state(group)
+            if not stamped:
+                if before is not None:  # real dates: believed again
+                    self._put_stamp_state(group, None)
+                continue
+            if before is not None and now - before.updated_at <= STAMP_TOLERANCE_SECS:
+                reads, entries = before.visits, before.changes  # the same read again
+            else:
+                reads = 1 if before is None else before.visits + 1
+                entries = stamped if before is None else before.changes + stamped
+                state = SiteState(group_key(group), reads, entries, updated_at=now)
+                self._put_stamp_state(group, state)
+            if reads < 2 or entries < STAMP_MIN_ENTRIES:
+                continue
+            dropped.add(group)
+            self.stat("fresh/providers/stamped", len(claims))
+            # a structural refutation, in full: no visit needed (policy.trust)
+            self._observe(group[0], group[1], Evidence.REFUTED)
+            if group not in self._stamp_logged:
+                self._stamp_logged.add(group)
+                self.stat("fresh/providers/stamping", 1)
+                host, kind = group
+                logger.warning(
+                    "The %s of %s dates every entry at the time it is read (%d reads in a "
+                    "row, %d entries): its dates say nothing about its pages and are "
+                    "ignored while it does so.",
+                    kind,
+                    host,
+                    reads,
+                    entries,
+                )
+        if not dropped:
+            return signals
+        host_of = self.host_of
+        kept = [
+            c
+            for c in signals.past
+            if c.signal not in STAMP_KINDS or (host_of(c.url), c.signal) not in dropped
+        ]
+        return Signals(
+            past=kept,
+            announced=signals.announced,
+            quiet=signals.quiet,
+            not_before=signals.not_before,
+            sitemaps=signals.sitemaps,
+            report=signals.report,
+        )
+
+    def _stamp_state(self, group: tuple[str, str]) -> SiteState | None:
+        """The stamped reads in a row of ``group``'s documents, from the store the first
+        time (a cycle crawl reads a sitemap once per run)."""
+        if group in self._stamped:
+            self._stamped.move_to_end(group)
+            return self._stamped[group]
+        site = self.store.get_site(group_key(group))
+        state = site if site is not None and site.visits > 0 else None
+        if len(self._stamped) >= MAX_HOST_RATES:
+            self._stamped.popitem(last=False)
+        self._stamped[group] = state
+        return state
+
+    def _put_stamp_state(self, group: tuple[str, str], state: SiteState | None) -> None:
+        self._stamped[group] = state
+        self.store.put_site(state if state is not None else SiteState(group_key(group)))
+
+    def _caught(self, host: str) -> set[str]:
+        """The announced kinds whose claims ``host`` must earn: all of them once any
+        other kind of its signals is demoted (:func:`~scrapy_fresh.policy.trust.announced_probability`)."""
+        ledger = self.ledger
+        demoted = {k for k in ledger.kinds_in_use(host) if not ledger.trusted(host, k)}
+        return {k for k in FUTURE_KINDS if demoted - {k}}
 
     def _hold(self, key: str, signals: Signals) -> None:
         held = self._pending.get(key)
@@ -338,14 +471,22 @@ class SignalTracker:
             for kind in ledger.kinds_in_use(host, PAST_KINDS):  # claims of an earlier run
                 past.setdefault(kind, 1.0)
         # announced updates that were due by now, by kind (weight: their probability)
-        future: dict[str, float] = {}
-        for k, _, p in window:
+        # announced updates that were due by now, by kind: judged together, the chance
+        # that at least one of the distinct instants came true (policy.trust,
+        # any_announced), which is also the observation's weight
+        instants: dict[str, dict[float, float]] = {}
+        for k, t, p in window:
             if p is not None:
-                future[k] = max(p, future.get(k, 0.0))
-        earlier = [p for t, p in visit.prev_future if since < t <= now and t not in explained]
+                at = instants.setdefault(k, {})
+                at[t] = max(p, at.get(t, 0.0))
+        future = {k: any_announced(at.values()) for k, at in instants.items()}
+        earlier: dict[float, float] = {}
+        for t, p in visit.prev_future:
+            if since < t <= now and t not in explained:
+                earlier[t] = max(p, earlier.get(t, 0.0))
         if earlier:
-            for kind in ledger.kinds_in_use(host, FUTURE_KINDS):
-                future.setdefault(kind, max(earlier))
+            for kind in ledger.kinds_in_use(host, FUTURE_KINDS):  # claims of an earlier run
+                future.setdefault(kind, any_announced(earlier.values()))
         verdict = Evidence.CONFIRMED if changed else Evidence.REFUTED
         chance = self._chance(host, visit, changed, now - since)
         for kind, weight in sorted({**past, **future}.items()):
@@ -522,18 +663,35 @@ class SignalTracker:
             if s.signal != "http-lastmod" and ledger.trusted(host, s.signal)
         ]
         add_past(state, past)
-        # P_update: the announced probability times the host's trust (believed as
-        # announced with trust off: nothing is judged, every claim is taken at its word)
+        # announced updates at P_update = trust x probability, or, for a host caught
+        # publishing false signals of another kind, only the trust they earned
+        # (policy.trust.announced_probability); believed as announced with trust off:
+        # nothing is judged, every claim is taken at its word
+        caught = self._caught(host) if self.trust_enabled and signals.announced else set()
         announced = [
             (
                 a.when,
-                weighted_probability(a.probability, ledger.record(host, a.signal), self.params)
+                announced_probability(
+                    a.probability,
+                    ledger.record(host, a.signal),
+                    self.params,
+                    caught=a.signal in caught,
+                )
                 if self.trust_enabled
                 else a.probability,
             )
             for a in signals.announced
             if ledger.trusted(host, a.signal)
         ]
+        if self.trust_enabled and signals.announced:
+            # An upcoming instant announced again is weighed by the trust of now, not
+            # kept at the most its host was ever believed: once the host is caught or
+            # the kind demoted, its re-announced instants drop out (P = 0 says nothing).
+            said = {a.when for a in signals.announced}
+            state.future_updates = [
+                (t, p) for t, p in state.future_updates if t <= now or t not in said
+            ]
+            announced = [(t, p) for t, p in announced if p > 0.0]
         add_announced(state, announced, now)
         cache_ok = ledger.trusted(host, QUIET_KIND)
         claim = self._quiet_claim(state, signals, now, visited=visited)

@@ -78,6 +78,7 @@ class SignalledFresh(Fresh):
             max_wait_secs=self.revisit.max_refresh_secs,
             records=_RecordView(self.states),
             key_of=page_key,
+            host_of=page_host,
             fixed_level=None if mix.autodetect else self._hand_level,
             stat=self._stat,
         )

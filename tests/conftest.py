@@ -224,9 +224,11 @@ def known_record(
     access_count: int = 0,
     provider: Provider | None = None,
     callback: str = "parse_page",
+    first_seen: float | None = None,
     **fields: Any,
 ) -> PageState:
-    """A record fetched before (idle), as a previous run leaves it."""
+    """A record fetched before (idle), as a previous run leaves it (first seen 100 s
+    before its last crawl unless ``first_seen`` says)."""
     from scrapy_fresh.keys import url_host, url_key
     from scrapy_fresh.store.base import PageState, Provider, Status
 
@@ -237,7 +239,7 @@ def known_record(
         host=url_host(url),
         status=Status.IDLE,
         provider=provider,
-        first_seen=last_crawl - 100,
+        first_seen=last_crawl - 100 if first_seen is None else first_seen,
         last_crawl=last_crawl,
         next_due=next_due,
         access_count=access_count,
@@ -247,7 +249,7 @@ def known_record(
     )
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def known() -> Callable[..., PageState]:
     """``known(url, last_crawl=..., next_due=..., **fields)``: a visited record."""
     return known_record

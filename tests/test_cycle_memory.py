@@ -331,7 +331,7 @@ N_BIG = 50_000
 
 
 @pytest.fixture(scope="module")
-def big_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def big_store(tmp_path_factory: pytest.TempPathFactory, known: Any) -> Path:
     """A SQLite store of 50,000 visited records, 40,000 of them due."""
     path = tmp_path_factory.mktemp("big") / "big.sqlite"
     rng = random.Random(7)
@@ -339,13 +339,9 @@ def big_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     store = SQLiteStore(path)
     batch: list[PageState] = []
     for i in range(N_BIG):
-        url = f"http://host{i % 50}.example/page/{i}?ref=listing"
         batch.append(
-            PageState(
-                key=url_key(url),
-                url=url,
-                host=url_host(url),
-                status=Status.IDLE,
+            known(
+                f"http://host{i % 50}.example/page/{i}?ref=listing",
                 first_seen=now - 30 * DAY,
                 last_crawl=now - 2 * DAY,
                 next_due=now - rng.random() * DAY if i % 5 else now + rng.random() * DAY,
@@ -353,7 +349,8 @@ def big_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 p_c=rng.random(),
                 access_count=rng.randrange(4),
                 etag=f'"{i:x}"',
-                request={"url": url, "callback": "parse"},
+                fingerprint=None,
+                callback="parse",
             )
         )
         if len(batch) == 5000:
@@ -438,30 +435,26 @@ def test_opening_a_cycle_over_50k_records_holds_a_bounded_share(
 # -- a real crawl ----------------------------------------------------------------------
 
 
-def _crawl_store(path: Path, server: Any, n_due: int, n_waiting: int) -> list[PageState]:
+def _crawl_store(
+    path: Path, server: Any, n_due: int, n_waiting: int, known: Any
+) -> list[PageState]:
     """Visited records of ``/n/<i>``: the first ``n_due`` due, the next ``n_waiting``
     due in two days. Scores differ only by popularity (and tie often), so the budget's
     choice does not depend on the moment the crawl opens."""
     now = time.time()
-    states = []
-    for i in range(n_due + n_waiting):
-        url = server.url(f"/n/{i}")
-        states.append(
-            PageState(
-                key=url_key(url),
-                url=url,
-                host=url_host(url),
-                status=Status.IDLE,
-                first_seen=now - 10 * DAY,
-                last_crawl=now - 2 * DAY,
-                next_due=now - DAY + (i % 97) if i < n_due else now + 2 * DAY + i,
-                visits=3,
-                p_c=0.5,
-                access_count=(i * 7) % 5,
-                fingerprint=1,
-                request={"url": url, "callback": "parse_noitem"},
-            )
+    states = [
+        known(
+            server.url(f"/n/{i}"),
+            first_seen=now - 10 * DAY,
+            last_crawl=now - 2 * DAY,
+            next_due=now - DAY + (i % 97) if i < n_due else now + 2 * DAY + i,
+            visits=3,
+            p_c=0.5,
+            access_count=(i * 7) % 5,
+            callback="parse_noitem",
         )
+        for i in range(n_due + n_waiting)
+    ]
     store = SQLiteStore(path)
     store.put_many(states)
     store.close()
@@ -474,13 +467,13 @@ N_CRAWL_DUE = REFILL_BATCH + 300
 @pytest.mark.slow
 @pytest.mark.parametrize("budget", [0, REFILL_BATCH + 100])
 def test_a_cycle_with_more_due_pages_than_a_batch_fetches_each_once(
-    mockserver: Any, crawl: Any, tmp_path: Path, budget: int
+    mockserver: Any, crawl: Any, tmp_path: Path, budget: int, known: Any
 ) -> None:
     db = tmp_path / "s.sqlite"
     with mockserver.MockServer(
         mockserver.MockSite(count=N_CRAWL_DUE + 200, paragraphs=1)
     ) as server:
-        states = _crawl_store(db, server, N_CRAWL_DUE, 200)
+        states = _crawl_store(db, server, N_CRAWL_DUE, 200, known)
         if budget:
             reference = MemoryStore()
             reference.put_many(states)

@@ -483,6 +483,28 @@ return {out, #expired, next_host, next_due}
 #: How long (ms) a worker's turn at a contended site lasts at most (see COMMIT).
 SITE_TURN_MS = 1000
 
+#: The site compare-and-set both COMMIT and SITE_CAS make (see COMMIT): ``site_turn(P,
+#: host, check, claim, now_site)`` returns 1 (may write), -2 (the site changed since it
+#: was read; a claim takes the free turn) or -3 (another update has the turn).
+_SITE_TURN = (
+    r"""
+local function site_turn(P, host, check, claim, now_site)
+  local turn_key = P .. ':sturn:' .. host
+  local turn = redis.call('GET', turn_key)
+  if turn and turn ~= claim then return -3 end
+  if (check == '?' and now_site) or (check ~= '?' and now_site ~= string.sub(check, 2)) then
+    if claim ~= '' and not turn then
+      redis.call('SET', turn_key, claim, 'PX', """
+    + str(SITE_TURN_MS)
+    + r""")
+    end
+    return -2
+  end
+  return 1
+end
+"""
+)
+
 #: The frontier's atomic commit of visits. ARGV: P, then 14 values per visit: key, lease
 #: token (``*``: no lease check), the new record (status, flags, next_due,
 #: in_flight_since, priority, host, json), site host, site check, site JSON, outcome
@@ -505,13 +527,14 @@ SITE_TURN_MS = 1000
 #: compare-and-set.
 COMMIT = (
     _PRELUDE
+    + _SITE_TURN
     + r"""
 local K_SITES = P .. ':sites'
 local codes, sites = {}, {}
 for b = 2, #ARGV, 14 do
   local key, token = ARGV[b], ARGV[b + 1]
   local shost, check, claim = ARGV[b + 9], ARGV[b + 10], ARGV[b + 13]
-  local code, now_site, turn_key, turn = 1, false, nil, false
+  local code, now_site, turn_key = 1, false, nil
   local old = redis.call('HGET', K_PAGES, key)
   if not old then
     code = 0
@@ -525,18 +548,7 @@ for b = 2, #ARGV, 14 do
     if not held then
       if old == build(nr) then code = 2 else code = -1 end
     elseif check ~= '-' then
-      turn_key = P .. ':sturn:' .. shost
-      turn = redis.call('GET', turn_key)
-      if turn and turn ~= claim then
-        code = -3
-      elseif (check == '?' and now_site) or (check ~= '?' and now_site ~= string.sub(check, 2)) then
-        code = -2
-        if claim ~= '' and not turn then
-          redis.call('SET', turn_key, claim, 'PX', """
-    + str(SITE_TURN_MS)
-    + r""")
-        end
-      end
+      code = site_turn(P, shost, check, claim, now_site)
     end
     if code == 1 then
       unindex(key, r)
@@ -641,29 +653,19 @@ return {codes, values}
 #: 1 (written, or nothing to write and unchanged), -2 (changed since read), -3 (another
 #: update has the turn); value is the site's value now ('' if none).
 SITE_CAS = (
-    r"""
+    _SITE_TURN
+    + r"""
 local P, host, check, value, claim = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local K_SITES = P .. ':sites'
 local now_site = redis.call('HGET', K_SITES, host)
-local turn_key = P .. ':sturn:' .. host
-local turn = redis.call('GET', turn_key)
-local code = 1
-if turn and turn ~= claim then
-  code = -3
-elseif (check == '?' and now_site) or (check ~= '?' and now_site ~= string.sub(check, 2)) then
-  code = -2
-  if claim ~= '' and not turn then
-    redis.call('SET', turn_key, claim, 'PX', """
-    + str(SITE_TURN_MS)
-    + r""")
-  end
-end
+local code = site_turn(P, host, check, claim, now_site)
 if code == 1 then
   if value ~= '' then
     redis.call('HSET', K_SITES, host, value)
     now_site = value
   end
-  if claim ~= '' and turn == claim then redis.call('DEL', turn_key) end
+  local turn_key = P .. ':sturn:' .. host
+  if claim ~= '' and redis.call('GET', turn_key) == claim then redis.call('DEL', turn_key) end
 end
 return {code, now_site or ''}
 """

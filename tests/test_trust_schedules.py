@@ -10,7 +10,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scrapy_fresh.frontier.revisit import Outcome, RevisitPolicy, record_visit
-from scrapy_fresh.keys import url_key
 from scrapy_fresh.policy.trust import (
     Evidence,
     TrustRecord,
@@ -23,18 +22,12 @@ from scrapy_fresh.policy.trust import (
 from scrapy_fresh.providers.ledger import iter_trust
 from scrapy_fresh.providers.signals import AnnouncedUpdate, PastUpdate, Signals
 from scrapy_fresh.providers.tracker import SignalTracker
-from scrapy_fresh.store.base import PageState, SiteState, Status
+from scrapy_fresh.store.base import SiteState
 from scrapy_fresh.store.memory import MemoryStore
+from tests.tracker_support import crawled
 
 HOST = "news.example"
 HOUR = 3600.0
-
-
-def crawled(url: str, at: float = 0.0) -> PageState:
-    host = url.split("/")[2]
-    state = PageState(url_key(url), url, host=host, status=Status.QUEUED)
-    record_visit(state, Outcome.NEW, at, RevisitPolicy(), SiteState(host))
-    return state
 
 
 def visit(store: MemoryStore, tracker: SignalTracker, key: str, at: float, changed: bool) -> None:

@@ -10,25 +10,17 @@ from collections import Counter
 
 import pytest
 
-from scrapy_fresh.frontier.revisit import Outcome, RevisitPolicy, record_visit
-from scrapy_fresh.keys import url_key
 from scrapy_fresh.policy.trust import STAMP_TOLERANCE_SECS, stamps_read_time
 from scrapy_fresh.providers.ledger import iter_trust
 from scrapy_fresh.providers.signals import PastUpdate, Signals
 from scrapy_fresh.providers.tracker import SignalTracker
-from scrapy_fresh.store.base import PageState, SiteState, Status
+from scrapy_fresh.store.base import PageState
 from scrapy_fresh.store.memory import MemoryStore
+from tests.tracker_support import crawled
 
 HOST = "news.example"
 OTHER = "blog.example"
 HOUR = 3600.0
-
-
-def crawled(url: str, at: float = 0.0) -> PageState:
-    host = url.split("/")[2]
-    state = PageState(url_key(url), url, host=host, status=Status.QUEUED)
-    record_visit(state, Outcome.NEW, at, RevisitPolicy(), SiteState(host))
-    return state
 
 
 def sitemap(entries: list[tuple[str, float]], kind: str = "sitemap") -> Signals:

@@ -46,9 +46,10 @@ __all__ = ["FreshDownloaderMiddleware", "FreshSpiderMiddleware", "NotModified"]
 
 logger = logging.getLogger(__name__)
 
-#: A 304's headers handed on: validators, and what it says of the copy's lifetime
+_HEADERS = ("etag", "last-modified", "content-length")
+#: A 304's headers handed on: the validators, and what it says of the copy's lifetime
 #: (RFC 9111, Section 4.3.4: a 304 freshens the stored response).
-_HEADERS = ("etag", "last-modified", "content-length", "cache-control", "expires", "date", "age")
+_ANSWER_HEADERS = (*_HEADERS, "cache-control", "expires", "date", "age")
 
 
 class NotModified(IgnoreRequest):
@@ -67,8 +68,8 @@ def _not_modified(request: Request, message: str) -> NotModified:
     return NotModified(message)
 
 
-def _headers(response: Response) -> dict[str, str | None]:
-    return {name: header(response.headers, name) for name in _HEADERS}
+def _headers(response: Response, names: tuple[str, ...] = _HEADERS) -> dict[str, str | None]:
+    return {name: header(response.headers, name) for name in names}
 
 
 def _answer_bytes(response: Response) -> int:
@@ -242,7 +243,7 @@ class FreshDownloaderMiddleware(_FreshComponent):
             if sent_etag:
                 checks.etag_not_modified += 1
             _count_cheap_check(self.runtime, lease, response)
-            self._not_modified(request.meta, lease, _headers(response))
+            self._not_modified(request.meta, lease, _headers(response, _ANSWER_HEADERS))
             raise _not_modified(request, f"Not modified since the last visit (304): {request.url}")
         if status == 200 and (sent_etag or sent_ims):
             etag = header(response.headers, "ETag")

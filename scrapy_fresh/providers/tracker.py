@@ -147,10 +147,11 @@ def _no_stat(name: str, count: int = 1) -> None:
 
 
 def _freshen(own: Signals, claim: QuietClaim, url: str, now: float) -> None:
-    """A 304 answer whose quiet claim is not read (the conditional check takes it before
-    the provider middleware sees it) keeps the claim of the copy it validated, from
-    ``now``: the lifetime ``until - claimed_at`` and the quiet window. HTTP caches do
-    the same (RFC 9111, Section 4.3.4: a 304 freshens the stored response)."""
+    """A 304 answer (or an unchanged HEAD probe) that makes no quiet claim of its own
+    (a 304's ``Cache-Control`` / ``Expires`` reach ``own``) keeps the claim of the copy it
+    validated, from ``now``: the lifetime ``until - claimed_at`` and the quiet window.
+    HTTP caches do the same (RFC 9111, Section 4.3.4: a 304 freshens the stored
+    response)."""
     if own.not_before or own.quiet:
         return
     if claim.until is not None and claim.until > claim.claimed_at:

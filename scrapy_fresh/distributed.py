@@ -39,6 +39,7 @@ from scrapy_fresh.frontier.redis_frontier import (
     RedisFrontier,
     merge_write,
 )
+from scrapy_fresh.store._checks import log_regressions
 from scrapy_fresh.store.base import SiteState, Status
 from scrapy_fresh.store.redis import RedisStore, decode_record
 
@@ -169,6 +170,11 @@ class OutageSafeStore:
         #: key -> (stored value, record) of writes held back: another worker has the URL.
         self.deferred: dict[str, tuple[bytes | None, PageState]] = {}
         self._deferred_at = 0.0
+
+    @property
+    def regressions_refused(self) -> int:
+        """Writes the store refused because they would move a record back."""
+        return self.inner.regressions_refused
 
     # -- the write queue ---------------------------------------------------------------
 
@@ -324,6 +330,9 @@ class OutageSafeStore:
                 self.deferred[key] = (value, record)
                 if not again:
                     self.stat("fresh/redis/record_deferred", 1)
+            elif code == -5:  # an older state of the record: never written
+                self.inner.regressions_refused += 1
+                log_regressions(self, [record])
             elif code == 0 and raw is None:
                 absent.append(record)  # never read: a new record
             else:

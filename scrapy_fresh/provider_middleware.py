@@ -139,7 +139,7 @@ class _Records:
         self.known = len(found) + sum(
             1
             for key in wanted
-            if key not in found and (key in runtime.leases or key in runtime.new_records)
+            if key not in found and (key in runtime.leases or key in runtime.records.pending)
         )
         return found
 
@@ -262,7 +262,7 @@ class FreshProviderMiddleware:
         if key not in self.runtime.leases:
             return
         try:
-            state = self.runtime.get_state(key)
+            state = self.runtime.records.lookup(key)
         except StoreError as exc:
             self.runtime.store_error("read", exc, request.url)
             return
@@ -318,7 +318,7 @@ class FreshProviderMiddleware:
         previous visit: the document changed since, whatever its text fingerprint (which
         makes every digit 0, so a changed date alone never shows) says."""
         try:
-            state = self.runtime.get_state(key)
+            state = self.runtime.records.lookup(key)
         except StoreError as exc:
             self.runtime.store_error("read", exc)
             return
@@ -401,10 +401,10 @@ class FreshProviderMiddleware:
         kind = "robots" if robots else "sitemaps"
         for url, depth in found:
             key = url_key(url)
-            if key in runtime.leases or key in runtime.new_records:
+            if key in runtime.leases or key in runtime.records.pending:
                 continue  # already on its way in this run (the spider's, or ours)
             try:
-                state = runtime.get_state(key)
+                state = runtime.records.lookup(key)
             except StoreError as exc:
                 runtime.store_error("read", exc, url)
                 continue
@@ -501,8 +501,9 @@ class FreshProviderMiddleware:
     def _postpone_stored(self, key: str) -> PageState | None:
         """Make a stored record due no sooner than FRESH_MAX_REFRESH_SECS from now."""
         runtime = self.runtime
+        runtime.flush_new()  # a queued new record is written by add_many, never put
         try:
-            state = runtime.get_state(key)
+            state = runtime.store.get(key)
             if state is None:
                 return None
             state.next_due = max(state.next_due, runtime.clock() + runtime.config.max_refresh_secs)

@@ -30,6 +30,7 @@ from scrapy_fresh.frontier.scoring import ScoreParams
 from scrapy_fresh.policy.cost import check_cost_ratio
 from scrapy_fresh.policy.refresh import decay_for_half_life
 from scrapy_fresh.providers.meta import declared_update
+from scrapy_fresh.records import CrawlRecords
 from scrapy_fresh.store.base import PageState, SiteState, StateStore
 from scrapy_fresh.validators import (
     Check,
@@ -57,9 +58,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-#: New records written to the store in one call (see :meth:`FreshRuntime.add_new`).
-NEW_RECORD_BATCH = 512
 
 #: The stat each outcome increments.
 OUTCOME_STATS = {
@@ -262,9 +260,10 @@ class FreshRuntime:
         )
         self.score_params = score_params(config)
         self._store: StateStore | None = None
-        #: New records not written yet (see :meth:`add_new`), by key.
-        self.new_records: dict[str, PageState] = {}
+        #: Page records outside a visit: new ones queued, sightings merged, leases taken.
+        self.records = CrawlRecords(lambda: self.store, self.store_error)
         self.leases: dict[str, Lease] = {}
+        self.records.dropped_listeners.append(lambda key: self.leases.pop(key, None))
         self.hosts: dict[str, HostChecks] = {}
         #: Redis store: each host's validator counters as last handed to the store (a
         #: visit adds the difference to the shared site record, see _commit_leased).
@@ -284,8 +283,6 @@ class FreshRuntime:
         self.pipeline_enabled = False
         self.visit_listeners: list[Callable[[PageState], None]] = []
         self.host_listeners: list[Callable[[str], None]] = []
-        #: Called with the queued new records the store knew already (see flush_new).
-        self.known_listeners: list[Callable[[list[PageState]], None]] = []
         #: Called with (record, outcome, now, headers) after each visit is recorded (the
         #: visit log, provider signals); ``headers`` are a body-less answer's (a 304's,
         #: lower-case names), else empty: a downloaded page's are in its response.
@@ -318,52 +315,10 @@ class FreshRuntime:
     def store_opened(self) -> bool:
         return self._store is not None
 
-    def add_new(self, state: PageState) -> None:
-        """Queue a new record for the store; it is written with up to
-        :data:`NEW_RECORD_BATCH` others in one call.
-
-        Written at the latest before any visit is recorded (:meth:`flush_new`), so the
-        links a page yields are in the store before the page's own visit is: a crawl
-        killed in between fetches the page again and finds them again.
-
-        """
-        self.new_records[state.key] = state
-        if len(self.new_records) >= NEW_RECORD_BATCH:
-            self.flush_new()
-
     def flush_new(self) -> bool:
-        """Write the queued new records; return False (keeping them) if the store failed."""
-        if not self.new_records:
-            return True
-        records = list(self.new_records.values())
-        try:
-            added = set(self.store.add_many(records))
-        except StoreError as exc:
-            self.store_error(f"add {len(records)} new records to", exc)
-            return False
-        except (ValueError, TypeError):  # a record the store cannot take: find it
-            added = set()
-            for record in records:
-                try:
-                    added.update(self.store.add_many([record]))
-                except (ValueError, TypeError) as exc:  # noqa: PERF203  # rare path
-                    self.store_error("add", exc, record.url)
-                    self.leases.pop(record.key, None)  # not fetched: it could not be recorded
-                    added.add(record.key)
-                except StoreError as exc:
-                    self.store_error("add", exc, record.url)
-                    return False
-        self.new_records.clear()
-        if len(added) < len(records):
-            known = [r for r in records if r.key not in added]
-            for listener in list(self.known_listeners):
-                listener(known)
-        return True
-
-    def get_state(self, key: str) -> PageState | None:
-        """The record of ``key``: a queued new one, else the store's (which may raise)."""
-        state = self.new_records.get(key)
-        return state if state is not None else self.store.get(key)
+        """Write the queued new records (:meth:`CrawlRecords.flush
+        <scrapy_fresh.records.CrawlRecords.flush>`)."""
+        return self.records.flush()
 
     def close_store(self) -> None:
         if self._store is not None:
@@ -372,6 +327,19 @@ class FreshRuntime:
                 self._store.flush()
             finally:
                 self._store.close()
+                self.report_regressions(always=True)
+
+    def report_regressions(self, *, always: bool = False) -> None:
+        """Set ``fresh/store/regressions_refused`` from the store's counter (writes it
+        refused because they would move a record back; 0 in a correct crawl)."""
+        refused = getattr(self._store, "regressions_refused", 0)
+        if not (refused or always):
+            return
+        try:
+            stats = self.crawler.stats
+        except RuntimeError:
+            return
+        stats.set_value("fresh/store/regressions_refused", refused)
 
     # -- small helpers -----------------------------------------------------------------
 
@@ -505,9 +473,10 @@ class FreshRuntime:
         lease = self.leases.pop(key, None)
         if lease is None:
             return None
+        self.records.settle(key)
         self.flush_new()  # the links this page yielded go in before its visit
         try:
-            state = self.get_state(key)
+            state = self.records.lookup(key)
         except StoreError as exc:
             self.store_error("read", exc, lease.url)
             return None
@@ -547,6 +516,7 @@ class FreshRuntime:
                 self.store_error("write", exc, state.url)
         if written is not False:
             self.stat(OUTCOME_STATS[outcome])
+        self.report_regressions()
         logger.debug(
             "scrapy_fresh: %(url)s %(outcome)s; next visit in %(secs).0f s%(lost)s",
             {"url": state.url, "outcome": outcome.value, "secs": state.next_due - now,

@@ -33,6 +33,7 @@ from scrapy_fresh.frontier.revisit import Outcome
 from scrapy_fresh.frontier.scoring import priority_score
 from scrapy_fresh.keys import url_host, url_key
 from scrapy_fresh.policy.cadence import lookahead, next_period
+from scrapy_fresh.records import Sighting
 from scrapy_fresh.requestinfo import rebuild_request, request_info
 from scrapy_fresh.runtime import FreshRuntime, Lease, header
 from scrapy_fresh.store.base import DueCursorStore, PageState, Provider, SiteState, Status
@@ -129,10 +130,8 @@ class FreshScheduler(BaseScheduler):
         self._spare: list[tuple[float, PageState]] = []
         #: Cycle mode without a budget: the due records not loaded yet (see _load_more).
         self._cycle: Iterator[PageState] | None = None
-        #: ... the cycle's due cut-off, and the records visited in this run that the
-        #: cycle's reads could meet again (see _on_visit).
+        #: ... the cycle's due cut-off.
         self._cycle_by = -math.inf
-        self._cycle_skip: set[str] = set()
         self._budget_left: int | None = None
         self._due_hint: float | None = None
         #: Cycle mode: records due this long after now are taken too (see _due_by).
@@ -177,7 +176,7 @@ class FreshScheduler(BaseScheduler):
         released = store.release_in_flight() if self._shared is None else 0
         self._opened = True
         self.runtime.visit_listeners.append(self._on_visit)
-        self.runtime.known_listeners.append(self._resolve_known)
+        self.runtime.records.known_listeners.append(self._resolve_known)
         self.runtime.host_listeners.append(self._release)
         signals_ = self.crawler.signals
         signals_.connect(self._spider_idle, signal=signals.spider_idle)
@@ -258,6 +257,7 @@ class FreshScheduler(BaseScheduler):
             self._timer.cancel()
             self._timer = None
         if self._opened:
+            self.runtime.flush_new()  # queued new records first: then released with the rest
             try:
                 released = (
                     self.runtime.store.release_in_flight()
@@ -307,9 +307,9 @@ class FreshScheduler(BaseScheduler):
                 return self._continue(lease, request)
             for name in ("fresh_key", "fresh_stream", "fresh_outcome", "fresh_probed"):
                 meta.pop(name, None)  # copied from another response's meta: not ours
-        if not meta.get("fresh_enabled", True) or request.dont_filter:
+        if not meta.get("fresh_enabled", True):
             return self._enqueue_plain(request)
-        return self._enqueue_managed(request)
+        return self._enqueue_managed(request, force=request.dont_filter)
 
     def next_request(self) -> Request | None:
         if self._ready:
@@ -359,8 +359,26 @@ class FreshScheduler(BaseScheduler):
             return fixed
         return current if self.config.provider_autodetect else Provider.NORMAL
 
-    def _enqueue_managed(self, request: Request) -> bool:
+    def _sighting(self, request: Request, host: str) -> Sighting:
+        """What ``request`` says about its page's record (:class:`Sighting`)."""
+        spider = self.crawler.spider
+        meta = request.meta
+        return Sighting(
+            info=lambda url: request_info(request, spider, url),
+            provider=lambda current: self._provider(meta, host, current),
+            accesses=_accesses(meta),
+        )
+
+    def _enqueue_managed(self, request: Request, *, force: bool = False) -> bool:
+        """Take a spider's request for a page: lease it if due (or new), else drop it.
+
+        One request per URL and run, as Scrapy's dupefilter keeps it: a URL leased,
+        fetched or judged not due in this run is a duplicate. ``force`` (a request with
+        ``dont_filter``): a known page is fetched even when not due, still with its
+        conditional check and a verdict; a duplicate goes out unjudged.
+        """
         runtime = self.runtime
+        records = runtime.records
         now = self._now
         key = url_key(request.url, request.method, request.body)
         host = url_host(request.url)
@@ -374,74 +392,68 @@ class FreshScheduler(BaseScheduler):
                 extra={"spider": self.crawler.spider},
             )
             return False
+        seen = self._sighting(request, host)
         lease = runtime.leases.get(key)
-        if lease is not None and lease.handed:
-            runtime.stat("fresh/requests/skipped_in_flight")
-            return False
-        if lease is None and key not in runtime.new_records:
-            # Not seen in this run: taken as new without asking the store, which is
-            # asked for a whole batch at once when the new records are written; the
-            # ones it knows already are then sorted out (_resolve_known).
-            info = request_info(request, self.crawler.spider, request.url)
-            return self._add_new(request, key, host, info, provider, _accesses(request.meta), now)
-        try:
-            state = runtime.get_state(key)
-        except StoreError as exc:
-            runtime.store_error("read", exc, request.url)
-            state = None
-        info = request_info(
-            request, self.crawler.spider, request.url if state is None else state.url
-        )
-        accesses = _accesses(request.meta)
-        if lease is not None:  # due, waiting in the frontier
-            lease.request = request  # the spider's own request replaces the rebuilt one
-            if state is not None and _update(
-                state, info, self._provider(request.meta, host, state.provider), accesses
-            ):
-                try:
-                    runtime.store.put(state)
-                except StoreError as exc:
-                    runtime.store_error("update", exc, request.url)
+        if lease is not None and not lease.handed and lease.request is None:
+            # Due, waiting in the frontier, to be rebuilt from its record: the spider's
+            # own request goes instead.
+            lease.request = request
+            state = self._lookup(key, request.url)
+            if state is not None:
+                records.merge(state, seen)
             return True
+        if lease is not None or key in records.settled or key in records.pending:
+            if force:
+                return self._enqueue_plain(request)
+            runtime.stat(
+                "fresh/requests/skipped_in_flight"
+                if lease is not None and lease.handed
+                else "fresh/requests/duplicate"
+            )
+            return False
+        if self._shared is not None:  # the shared frontier hands every page out
+            records.add(self._new_record(request, key, host, seen, provider, now))
+            records.settle(key)
+            runtime.stat("fresh/requests/shared")
+            return False
+        state = self._lookup(key, request.url)
         if state is None:
-            return self._add_new(request, key, host, info, provider, accesses, now)
-        dirty = _update(state, info, self._provider(request.meta, host, state.provider), accesses)
-        if self._is_due(state, now):
-            if self._may_admit(state):
-                stream = Stream.NEW if state.last_crawl is None else Stream.REFRESH
-                state.status = Status.IN_FLIGHT
-                state.in_flight_since = now
-                try:
-                    runtime.store.put(state)
-                except StoreError as exc:
-                    runtime.store_error("lease", exc, request.url)
-                    return self._enqueue_plain(request)
-                self._lease(
-                    state, stream, priority_score(state, now, runtime.score_params), now, request
-                )
-                return True
-            runtime.stat("fresh/requests/over_budget")
-        else:
-            runtime.stat("fresh/requests/skipped_not_due")
-        if dirty:
-            try:
-                runtime.store.put(state)
-            except StoreError as exc:
-                runtime.store_error("update", exc, request.url)
+            return self._add_new(
+                request, self._new_record(request, key, host, seen, provider, now), now
+            )
+        records.merge(state, seen)
+        due = self._is_due(state, now)
+        if force or (due and self._may_admit(state)):
+            if not records.take([state], now):
+                return self._enqueue_plain(request)
+            stream = Stream.NEW if state.last_crawl is None else Stream.REFRESH
+            self._lease(
+                state, stream, priority_score(state, now, runtime.score_params), now, request
+            )
+            return True
+        records.settle(key)
+        runtime.stat("fresh/requests/over_budget" if due else "fresh/requests/skipped_not_due")
         return False
 
-    def _add_new(
+    def _lookup(self, key: str, url: str) -> PageState | None:
+        """The record of ``key`` (None on a store failure: taken as new, nothing lost)."""
+        try:
+            return self.runtime.records.lookup(key)
+        except StoreError as exc:
+            self.runtime.store_error("read", exc, url)
+            return None
+
+    def _new_record(
         self,
         request: Request,
         key: str,
         host: str,
-        info: dict[str, Any],
+        seen: Sighting,
         provider: Provider,
-        accesses: int | None,
         now: float,
-    ) -> bool:
+    ) -> PageState:
         config = self.config
-        state = PageState(
+        return PageState(
             key=key,
             url=request.url,
             host=host,
@@ -452,15 +464,20 @@ class FreshScheduler(BaseScheduler):
             refresh_secs=config.default_refresh_secs,
             p_l=config.pc_lower,
             p_g=config.pc_upper,
-            access_count=accesses or 0,
-            request=info,
+            access_count=seen.accesses or 0,
+            request=seen.info_for(request.url),
         )
+
+    def _add_new(self, request: Request, state: PageState, now: float) -> bool:
+        """Queue the new record of ``request`` and lease it (within the budget)."""
+        records = self.runtime.records
+        key = state.key
         admit = self._may_admit(state)
         if admit:
-            state.status = Status.IN_FLIGHT
-            state.in_flight_since = now
-        self.runtime.add_new(state)
+            records.take([state], now)
+        records.add(state)
         if not admit:
+            records.settle(key)
             self.runtime.stat("fresh/requests/over_budget")
             return False
         self._lease(
@@ -469,45 +486,37 @@ class FreshScheduler(BaseScheduler):
         return True
 
     def _resolve_known(self, records: list[PageState]) -> None:
-        """Sort out queued new records whose URL the store knew already.
+        """Sort out queued new records whose URL the store had by the time they were
+        written (another worker, or a writer outside the scheduler, added it first).
 
-        Their requests were taken as new (see :meth:`_enqueue_managed`); now each is
-        treated as a known URL: kept if its record is due (and within the budget),
-        dropped otherwise (``request_dropped`` is sent, as Scrapy does for a request
-        its scheduler refuses). The store's record gets the request's meta, provider
-        and popularity either way.
+        The store's record gets the queued record's discovery fields (request data,
+        provider, popularity), never its visit fields. A lease taken for it as a new
+        URL is kept if the record is due (and within the budget), else dropped
+        (``request_dropped`` is sent, as Scrapy does for a request its scheduler refuses).
         """
         runtime = self.runtime
+        book = runtime.records
         try:
             stored = runtime.store.get_many(r.key for r in records)
         except StoreError as exc:
             runtime.store_error("read known records from", exc)
             return  # their requests go out as new ones: nothing is lost
         now = self._now
-        dirty: list[PageState] = []
         for record in records:
             state = stored.get(record.key)
             if state is None:
                 continue
-            accesses = record.access_count or None
-            provider = self._provider(record.request.get("meta") or {}, state.host, state.provider)
-            changed = _update(state, record.request, provider, accesses)
+            book.merge(state, self._queued_sighting(record))
             lease = runtime.leases.get(record.key)
             if lease is None or lease.handed:
-                if changed:
-                    dirty.append(state)
                 continue
             if self._budget_left is not None and not self._continuous:
                 self._budget_left += 1  # the unit taken for it as a new URL
             due = self._is_due(state, now)
-            if due and self._may_admit(state):
-                state.status = Status.IN_FLIGHT
-                state.in_flight_since = now
-                dirty.append(state)
+            if due and self._may_admit(state) and book.take([state], now):
                 self._relabel(lease, state, now)
                 continue
-            if changed:
-                dirty.append(state)
+            book.settle(record.key)
             runtime.leases.pop(record.key, None)
             self.frontier.discard(record.key)
             runtime.stat("fresh/requests/over_budget" if due else "fresh/requests/skipped_not_due")
@@ -515,11 +524,22 @@ class FreshScheduler(BaseScheduler):
                 self.crawler.signals.send_catch_log(
                     signals.request_dropped, request=lease.request, spider=self.crawler.spider
                 )
-        if dirty:
+
+    def _queued_sighting(self, record: PageState) -> Sighting:
+        """The sighting a queued new record was made from."""
+        meta = record.request.get("meta") or {}
+
+        def provider(current: Provider) -> Provider:
             try:
-                runtime.store.put_many(dirty)
-            except StoreError as exc:
-                runtime.store_error("update known records in", exc)
+                return self._provider(meta, record.host, current)
+            except ConfigError:
+                return current
+
+        return Sighting(
+            info=lambda _url: record.request,
+            provider=provider,
+            accesses=record.access_count or None,
+        )
 
     def _relabel(self, lease: Lease, state: PageState, now: float) -> None:
         """Give a lease taken for a new URL what its known record says."""
@@ -567,7 +587,7 @@ class FreshScheduler(BaseScheduler):
         """Whether a queued or idle record due by the cycle's cut-off is fetched in this
         run: the records due at open, or due within the lookahead and not held back
         (:meth:`_may_take_early` as at open), not fetched or leased in this run."""
-        if state.key in self.runtime.leases or state.key in self._cycle_skip:
+        if state.key in self.runtime.leases or state.key in self.runtime.records.settled:
             return False
         opened = self._opened_at
         return state.next_due <= opened or self._may_take_early(state, opened)
@@ -596,8 +616,6 @@ class FreshScheduler(BaseScheduler):
         except StoreError as exc:  # the pages not read yet stay due for the next run
             self.runtime.store_error("read due records from", exc)
             self._cycle = None
-        if self._cycle is None:
-            self._cycle_skip.clear()
         params = self.runtime.score_params
         scored = [(priority_score(s, now, params), i, s) for i, s in enumerate(batch)]
         scored.sort(key=lambda t: (-t[0], t[1]))
@@ -723,9 +741,8 @@ class FreshScheduler(BaseScheduler):
         scored = list(scored)
         if not scored:
             return
-        store = self.runtime.store
-        dirty: list[PageState] = []
-        clean: list[str] = []
+        records = self.runtime.records
+        moved: list[tuple[PageState, Provider]] = []
         for _, state in scored:
             meta = state.request.get("meta") or {}
             try:
@@ -733,18 +750,10 @@ class FreshScheduler(BaseScheduler):
             except ConfigError:
                 provider = state.provider
             if provider is not state.provider:
-                state.provider = provider
-                dirty.append(state)
-            else:
-                clean.append(state.key)
-            state.status = Status.IN_FLIGHT
-            state.in_flight_since = now
-        try:
-            if dirty:
-                store.put_many(dirty)
-            store.mark_in_flight(clean, now)
-        except StoreError as exc:
-            self.runtime.store_error("lease due pages in", exc)
+                moved.append((state, provider))
+        if moved:
+            records.set_provider(moved)
+        if not records.take([state for _, state in scored], now):
             return
         for score, state in scored:
             stream = Stream.NEW if state.last_crawl is None else Stream.REFRESH
@@ -784,7 +793,7 @@ class FreshScheduler(BaseScheduler):
 
     def _pop(self, now: float) -> Request | None:
         leases = self.runtime.leases
-        if self.runtime.new_records:
+        if self.runtime.records.pending:
             self.runtime.flush_new()  # known URLs among them are sorted out first
         if self._cycle is not None and len(leases) < CYCLE_LOW_LEASES:
             self._load_more(now)  # keep a batch's worth of hosts to choose from
@@ -818,7 +827,7 @@ class FreshScheduler(BaseScheduler):
 
     def _rebuild(self, lease: Lease) -> Request | None:
         try:
-            state = self.runtime.get_state(lease.key)
+            state = self.runtime.records.lookup(lease.key)
         except StoreError as exc:
             self.runtime.store_error("read", exc, lease.url)
             state = None
@@ -910,15 +919,6 @@ class FreshScheduler(BaseScheduler):
     def _on_visit(self, state: PageState) -> None:
         if self._shared is not None:
             self._shared.host_done(state.host, self._now)
-        if (
-            self._cycle is not None
-            and state.status is not Status.GONE
-            and state.next_due <= self._cycle_by
-            and (state.last_crawl is None or state.last_crawl < self._opened_at)
-        ):
-            # Visited without a fetch time (an error, a block) and due again within the
-            # lookahead: the cycle's reads of the store must not take it a second time.
-            self._cycle_skip.add(state.key)
         if not self._continuous or state.status is Status.GONE:
             return
         if self._due_hint is None or state.next_due < self._due_hint:
@@ -1046,20 +1046,3 @@ def _accesses(meta: Mapping[str, Any]) -> int | None:
         return max(0, int(value))
     except (TypeError, ValueError):
         return None
-
-
-def _update(
-    state: PageState, info: dict[str, Any], provider: Provider, accesses: int | None
-) -> bool:
-    """Bring a known record's request info, provider and popularity up to date."""
-    dirty = False
-    if info != state.request:
-        state.request = info
-        dirty = True
-    if provider is not state.provider:
-        state.provider = provider
-        dirty = True
-    if accesses is not None and accesses != state.access_count:
-        state.access_count = accesses
-        dirty = True
-    return dirty

@@ -211,7 +211,7 @@ class Harness:
     def state(self, url: str) -> PageState:
         from scrapy_fresh.keys import url_key
 
-        state = self.runtime.get_state(url_key(url))
+        state = self.runtime.records.lookup(url_key(url))
         assert state is not None
         return state
 

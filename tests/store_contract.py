@@ -346,6 +346,40 @@ class StoreContract:
         assert store.get(page(3).key) is None  # the whole batch was refused
         assert len(store) == 2
 
+    def test_a_write_never_moves_a_record_back(self, store: StateStore) -> None:
+        """A copy read before a visit was committed is refused, the rest of the call is
+        written, and the refusal is counted."""
+        visited = page(1, status=Status.IDLE, visits=2, last_crawl=50.0, fingerprint=7, etag='"v"')
+        store.put(visited)
+        refused = store.regressions_refused  # type: ignore[attr-defined]
+        older = [
+            page(1, status=Status.IN_FLIGHT),  # the blank record of a new URL
+            page(1, status=Status.IDLE, visits=1, last_crawl=60.0),  # fewer visits
+            page(1, status=Status.IDLE, visits=2, last_crawl=40.0),  # an older visit
+        ]
+        for state in older:
+            store.put_many([state, page(2, next_due=len(older))])
+        got = store.get(page(1).key)
+        assert got is not None
+        assert (got.visits, got.last_crawl, got.fingerprint, got.etag) == (2, 50.0, 7, '"v"')
+        assert store.regressions_refused == refused + 3  # type: ignore[attr-defined]
+        assert store.get(page(2).key) is not None  # the rest of the call was written
+        store.put(page(1, status=Status.IDLE, visits=2, last_crawl=50.0, next_due=99.0))
+        store.put(page(1, status=Status.IDLE, visits=3, last_crawl=70.0, fingerprint=8))
+        got = store.get(page(1).key)
+        assert got is not None
+        assert (got.visits, got.last_crawl, got.fingerprint) == (3, 70.0, 8)
+        assert store.regressions_refused == refused + 3  # type: ignore[attr-defined]
+
+    def test_a_write_in_one_call_is_checked_against_the_one_before(
+        self, store: StateStore
+    ) -> None:
+        new, visited = page(1), page(1, status=Status.IDLE, last_crawl=5.0)
+        store.put_many([visited, new])
+        got = store.get(page(1).key)
+        assert got is not None
+        assert got.last_crawl == 5.0
+
     def test_add_many_inserts_only_absent_keys(self, store: StateStore) -> None:
         store.put(page(1, next_due=5.0, visits=3, status=Status.IDLE))
         added = store.add_many([page(2), page(1, next_due=0.0), page(3), page(2, next_due=7.0)])
@@ -444,7 +478,7 @@ class StoreContract:
         assert [s.url.rsplit("/", 1)[1] for s in store.due(10.0, 10)] == ["queued", "idle", "now"]
         assert store.next_due_time() == 1.0
         store.put(page("queued", next_due=1.0, status=Status.GONE))
-        store.put(page("idle", next_due=2.0, status=Status.GONE))
+        store.put(page("idle", next_due=2.0, status=Status.GONE, visits=1))
         assert store.next_due_time() == 10.0
         store.delete(page("now").key)
         assert store.next_due_time() == 11.0
@@ -525,7 +559,7 @@ class StoreContract:
             Status.IN_FLIGHT: 0,
             Status.GONE: 1,
         }
-        store.put(page(0, status=Status.GONE))  # idle -> gone
+        store.put(page(0, status=Status.GONE, visits=1))  # idle -> gone
         store.delete(page(3).key)
         assert store.counts() == {
             Status.QUEUED: 1,
@@ -825,6 +859,20 @@ def _reference_machine(make_store: StoreFactory) -> type[RuleBasedStateMachine]:
                     assert doc_id > self.max_doc_id
             self.doc_ids = doc_ids
             self.max_doc_id = max([self.max_doc_id, *doc_ids.values()])
+
+        @invariant()
+        def no_record_moves_back(self) -> None:
+            """visits and last_crawl of a record never go back while it exists."""
+            if not hasattr(self, "store"):
+                return
+            marks = {s.key: (s.visits, s.last_crawl) for s in self.store.iterate()}
+            for key, (visits, last) in marks.items():
+                before = getattr(self, "marks", {}).get(key)
+                if before is not None:
+                    assert visits >= before[0]
+                    assert before[1] is None or (last is not None and last >= before[1])
+            self.marks = marks
+            assert self.store.regressions_refused == self.model.regressions_refused  # type: ignore[attr-defined]
 
         def teardown(self) -> None:
             if hasattr(self, "store"):

@@ -46,13 +46,13 @@ def test_new_known_not_due_and_due_urls(harness: Any, known: Any) -> None:
 
     h.crawler.signals.connect(on_dropped, signal=signals.request_dropped)
     assert h.scheduler.enqueue_request(Request("http://a.example/new", callback=spider.parse))
-    # A URL not seen in this run is taken as new; the store is asked in a batch before
-    # the next request goes out, and a known URL that is not due is dropped then.
+    # A known URL that is not due is refused at once: enqueue_request tells the truth
+    # (the engine sends request_dropped for it, as for any refused request).
     later_request = Request("http://a.example/later")
-    assert h.scheduler.enqueue_request(later_request)
+    assert not h.scheduler.enqueue_request(later_request)
     requests = {r.url: r for r in h.drain()}
     assert h.stat("fresh/requests/skipped_not_due") == 1
-    assert dropped == [later_request]
+    assert dropped == []
     assert set(requests) == {"http://a.example/due", "http://a.example/new"}
     rebuilt = requests["http://a.example/due"]
     assert rebuilt.callback == spider.parse_page
@@ -129,10 +129,28 @@ def test_bypass_requests_are_fifo_and_dupefiltered(harness: Any) -> None:
     off = {"fresh_enabled": False}
     assert h.scheduler.enqueue_request(Request("http://a.example/1", meta=off))
     assert not h.scheduler.enqueue_request(Request("http://a.example/1", meta=off))
-    assert h.scheduler.enqueue_request(Request("http://a.example/1", dont_filter=True))
-    assert [r.url for r in h.drain()] == ["http://a.example/1"] * 2
+    assert [r.url for r in h.drain()] == ["http://a.example/1"]
     assert len(h.runtime.store) == 0
-    assert h.stat("fresh/requests/bypassed") == 2
+    assert h.stat("fresh/requests/bypassed") == 1
+
+
+def test_dont_filter_requests_are_judged_and_fetched_even_when_not_due(
+    harness: Any, known: Any
+) -> None:
+    """Start requests (``dont_filter=True`` since Scrapy 2.13) get the conditional check
+    and a verdict, not a full unjudged download; a duplicate still goes out, unjudged."""
+    later = known("http://a.example/start", last_crawl=NOW - 10, next_due=NOW + 3600)
+    h = harness(records=[later])
+    start = Request("http://a.example/start", dont_filter=True)
+    assert h.scheduler.enqueue_request(start)
+    again = Request("http://a.example/start", dont_filter=True)
+    assert h.scheduler.enqueue_request(again)
+    sent = h.drain()
+    assert [r.url for r in sent] == ["http://a.example/start"] * 2
+    judged = [r for r in sent if "fresh_key" in r.meta]
+    assert judged == [start]
+    assert start.meta["fresh_stream"] == "refresh"
+    assert h.stat("fresh/requests/bypassed") == 1
 
 
 def test_retry_continues_the_visit_and_copied_meta_does_not(harness: Any) -> None:
@@ -346,7 +364,7 @@ def test_discovered_sitemaps_wait_while_the_provider_middleware_is_off(harness, 
     page = known("http://a.example/page", last_crawl=0.0, next_due=1.0)
     h = harness({"FRESH_PROVIDER_SIGNALS": False}, records=[sitemap, page])
     assert [r.url for r in h.drain()] == [page.url]  # not handed to the spider's parse
-    state = h.runtime.get_state(url_key(sitemap.url))
+    state = h.runtime.records.lookup(url_key(sitemap.url))
     assert state is not None
     assert state.status.value == "idle"
     assert state.next_due > h.clock[0]  # blocked: looked at again later

@@ -641,7 +641,8 @@ class RedisFrontier:
         :attr:`record_retries`) and is sent again, up to :data:`MAX_RECORD_TRIES` times.
 
         Returns per write ``(code, value, record)``: code 1 written (value: as stored
-        now), 0 no such record (nothing written), -4 in flight (a worker holds its
+        now), 0 no such record (nothing written), -5 older than the stored record
+        (:func:`~scrapy_fresh.store.base.regresses`: nothing written), -4 in flight (a worker holds its
         lease: nothing written; ``record`` is the change merged into the record as it is
         now, ``value``, so the caller can write it after that visit) or -2 still
         conflicting after :data:`MAX_RECORD_TRIES` tries (nothing written).

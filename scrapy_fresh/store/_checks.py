@@ -6,6 +6,7 @@ Internal: the rules are documented on :class:`~scrapy_fresh.store.base.StateStor
 from __future__ import annotations
 
 import json
+import logging
 import math
 import re
 from operator import attrgetter
@@ -24,7 +25,10 @@ __all__ = [
     "check_state",
     "check_time",
     "copy_json",
+    "log_regressions",
 ]
+
+logger = logging.getLogger("scrapy_fresh.store")
 
 #: Statuses whose records can come due.
 DUE_STATUSES = frozenset({Status.QUEUED, Status.IDLE})
@@ -214,3 +218,14 @@ def copy_json(value: Any, where: str = "request") -> Any:
         f"{where} holds {value!r} ({type(value).__name__}); expected JSON data "
         "(dict with str keys, list, str, int, float, bool or None)."
     )
+
+
+def log_regressions(store: object, refused: list[PageState]) -> None:
+    """Warn about writes a store refused because they would move a record back
+    (:func:`~scrapy_fresh.store.base.regresses`): each one is a bug in the writer."""
+    for state in refused:
+        logger.warning(
+            "%(store)r refused an older state of %(url)s (visits %(visits)d, last crawl "
+            "%(last)s): a committed visit is never overwritten",
+            {"store": store, "url": state.url, "visits": state.visits, "last": state.last_crawl},
+        )

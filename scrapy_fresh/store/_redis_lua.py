@@ -86,6 +86,19 @@ end
 
 local function rq(st, host) return P .. ':rq:' .. st .. ':' .. host end
 
+local function body_of(v) return string.sub(v, parse(v).bpos) end
+
+-- whether the record body ``body`` is older than the body ``old``: fewer visits, or
+-- an older or no last crawl (base.regresses)
+local function regresses(old, body)
+  local ob = cjson.decode(old)
+  local nb = cjson.decode(body)
+  local ov, nv = tonumber(ob.v) or 0, tonumber(nb.v) or 0
+  if nv < ov then return true end
+  local olc, nlc = tonumber(ob.lc), tonumber(nb.lc)
+  return olc ~= nil and (nlc == nil or nlc < olc)
+end
+
 local function ready_time(host)
   local a = tonumber(redis.call('HGET', P .. ':hnext', host) or '-inf')
   local b = tonumber(redis.call('HGET', P .. ':hhold', host) or '-inf')
@@ -152,20 +165,23 @@ end
 
 #: put_many / add_many. ARGV: P, mode ("put" or "add"), then 9 values per record:
 #: key, status, flags, requested doc_id, next_due, in_flight_since, priority, host, json.
-#: Returns the input positions written; an error reply ``DOCID`` refuses the whole call.
+#: Returns the input positions written (a put that would move a record back is not:
+#: ``regresses``); an error reply ``DOCID`` refuses the whole call.
 WRITE = (
     _PRELUDE
     + r"""
 local mode = ARGV[2]
 local n = (#ARGV - 2) / 9
 local last = tonumber(redis.call('GET', P .. ':lastid') or '0')
-local docs, skip, seen, taken = {}, {}, {}, {}
+local docs, skip, seen, taken, seen_body = {}, {}, {}, {}, {}
 for i = 0, n - 1 do
   local b = 3 + i * 9
   local key, req = ARGV[b], ARGV[b + 3]
   local old = redis.call('HGET', K_PAGES, key)
   if old or seen[key] then
     if mode == 'add' then skip[i] = true
+    elseif (seen_body[key] or old) and regresses(seen_body[key] or body_of(old), ARGV[b + 8]) then
+      skip[i] = true
     elseif old then docs[i] = string.match(old, '^%d|%a%d|(%d+)|')
     else docs[i] = seen[key] end
   else
@@ -183,6 +199,7 @@ for i = 0, n - 1 do
     seen[key] = ds
     docs[i] = ds
   end
+  if not skip[i] and mode == 'put' then seen_body[key] = ARGV[b + 8] end
 end
 local out = {}
 for i = 0, n - 1 do
@@ -613,7 +630,8 @@ return 1
 #: read), then the new record (status, flags, next_due, in_flight_since, priority, host,
 #: json). Returns ``{codes, values}``, per record code 1 (written; value: the record as
 #: stored now), 0 (no record: nothing written), -2 (the record changed since it was read;
-#: value: the record now) or -4 (the record is in flight: a worker holds its lease and
+#: value: the record now), -5 (the new record is older than the stored one: ``regresses``;
+#: nothing written) or -4 (the record is in flight: a worker holds its lease and
 #: will write its visit; nothing written; value: the record now). A record's doc_id is
 #: kept.
 WRITE_IF = (
@@ -630,6 +648,8 @@ for b = 2, #ARGV, 9 do
     code, value = -4, old
   elseif old ~= expected then
     code, value = -2, old
+  elseif regresses(body_of(old), ARGV[b + 8]) then
+    code, value = -5, old
   else
     local r = parse(old)
     local nr = {s = ARGV[b + 2], f = ARGV[b + 3], d = r.d, nd = ARGV[b + 4],

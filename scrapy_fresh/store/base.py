@@ -34,6 +34,7 @@ __all__ = [
     "SiteState",
     "StateStore",
     "Status",
+    "regresses",
 ]
 
 #: At most this many known past update times are kept per record (newest kept).
@@ -162,6 +163,27 @@ class PageState:
         return cls(**kwargs)
 
 
+def regresses(stored: PageState, incoming: PageState) -> bool:
+    """Whether writing ``incoming`` over ``stored`` would move the record back in time.
+
+    A visit only ever moves ``visits`` and ``last_crawl`` forward (Sharma & Dixit's
+    record: the last crawl time and the counts behind p_c, Section III), so a write with
+    fewer visits or an older (or no) last crawl carries an older state of the record:
+    a copy read before a visit was committed. Stores refuse such writes and count them
+    (``regressions_refused``); in a correct crawl none is ever made.
+
+    >>> old = PageState("0" * 40, "u", visits=2, last_crawl=50.0)
+    >>> regresses(old, PageState("0" * 40, "u", visits=2, last_crawl=40.0))
+    True
+    >>> regresses(old, PageState("0" * 40, "u", visits=3, last_crawl=60.0))
+    False
+    """
+    if incoming.visits < stored.visits:
+        return True
+    last = stored.last_crawl
+    return last is not None and (incoming.last_crawl is None or incoming.last_crawl < last)
+
+
 @dataclass
 class SiteState:
     """Aggregates of one host: the cold start of its new URLs (Sharma & Dixit p_c per site).
@@ -226,6 +248,10 @@ class StateStore(Protocol):
       reused; there may be gaps); a new record with a non-zero ``doc_id`` keeps it,
       unless another record has it (:class:`~scrapy_fresh.exceptions.StoreError`).
       The records passed in are not changed: read a record back to learn its doc_id.
+    * ``put``/``put_many`` never move a record back: a record that :func:`regresses`
+      against the stored one (fewer ``visits``, an older or no ``last_crawl``: a copy
+      read before a visit was committed) is not written, the rest of the call is, and
+      the store's ``regressions_refused`` counter goes up by one (a warning is logged).
     * ``add_many`` inserts only records whose key is absent and returns their keys, in
       input order (the first of duplicate keys wins); existing records are left
       untouched (discovery of a known URL changes nothing).

@@ -22,8 +22,9 @@ from scrapy_fresh.store._checks import (
     check_state,
     check_time,
     copy_json,
+    log_regressions,
 )
-from scrapy_fresh.store.base import ClosingStore, PageState, SiteState, Status
+from scrapy_fresh.store.base import ClosingStore, PageState, SiteState, Status, regresses
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
@@ -63,6 +64,8 @@ class MemoryStore(ClosingStore):
         self._heap: list[tuple[float, str]] = []
         self._counts: dict[Status, int] = dict.fromkeys(Status, 0)
         self._closed = False
+        #: Writes refused because they would move a record back (see ``regresses``).
+        self.regressions_refused = 0
 
     # -- internals -------------------------------------------------------------
 
@@ -157,10 +160,20 @@ class MemoryStore(ClosingStore):
     def put_many(self, states: Iterable[PageState]) -> None:
         """Insert or replace records; all of them or, on a bad record, none."""
         self._check_open()
-        copies = []
+        copies: list[PageState] = []
+        refused: list[PageState] = []
+        latest: dict[str, PageState] = {}  # a key written twice in one call: the last wins
         for state in states:
             check_state(state)
+            old = latest.get(state.key) or self._pages.get(state.key)
+            if old is not None and regresses(old, state):
+                refused.append(state)
+                continue
+            latest[state.key] = state
             copies.append(_copy(state))
+        if refused:
+            self.regressions_refused += len(refused)
+            log_regressions(self, refused)
         self._assign_doc_ids(copies)
         for copy in copies:
             self._store(copy)

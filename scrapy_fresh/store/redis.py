@@ -35,6 +35,7 @@ from scrapy_fresh.store._checks import (
     check_state,
     check_time,
     copy_json,
+    log_regressions,
 )
 from scrapy_fresh.store.base import (
     ClosingStore,
@@ -270,6 +271,8 @@ class RedisStore(ClosingStore):
         self.priority: Callable[[PageState], float] = priority or default_priority
         self._owns_client = owns_client
         self._closed = False
+        #: Writes refused because they would move a record back (see ``regresses``).
+        self.regressions_refused = 0
         self._lock = threading.Lock()
         k = prefix + ":"
         self.k_pages, self.k_ids, self.k_due = k + "pages", k + "ids", k + "due"
@@ -426,9 +429,14 @@ class RedisStore(ClosingStore):
         :data:`WRITE_CHUNK` records are written in atomic chunks of that size.
         """
         self._check_open()
+        states = list(states)
         rows = self._encode_all(states)
         if rows:
-            self._writes("put", rows)
+            written = set(self._writes("put", rows))
+            if len(written) < len(rows):  # older than the stored record: ``regresses``
+                refused = [s for i, s in enumerate(states) if i not in written]
+                self.regressions_refused += len(refused)
+                log_regressions(self, refused)
 
     def add_many(self, states: Iterable[PageState]) -> list[str]:
         """Insert the records whose key is absent; return their keys in input order."""

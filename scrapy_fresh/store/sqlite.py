@@ -32,6 +32,7 @@ from scrapy_fresh.store._checks import (
     check_site,
     check_state,
     check_time,
+    log_regressions,
 )
 from scrapy_fresh.store.base import (
     ClosingStore,
@@ -112,8 +113,13 @@ _INSERT_PAGES = (
     f"VALUES ({', '.join('?' * len(_PAGE_COLUMNS))})"
 )
 _ADD_PAGES = f"{_INSERT_PAGES} ON CONFLICT (key) DO NOTHING"
-_UPSERT_PAGES = f"{_INSERT_PAGES} ON CONFLICT (key) DO UPDATE SET " + ", ".join(
-    f"{c} = excluded.{c}" for c in _PAGE_COLUMNS if c not in ("key", "doc_id")
+# An upsert never moves a record back (base.regresses): fewer visits, or an older or
+# no last crawl, leaves the stored row as it is (and out of the row count).
+_UPSERT_PAGES = (
+    f"{_INSERT_PAGES} ON CONFLICT (key) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in _PAGE_COLUMNS if c not in ("key", "doc_id"))
+    + " WHERE excluded.visits >= pages.visits AND (pages.last_crawl IS NULL OR "
+    "excluded.last_crawl >= pages.last_crawl)"
 )
 _SELECT_SITES = "SELECT host, visits, changes, p_c, refresh_secs, updated_at, checks FROM sites"
 
@@ -272,6 +278,8 @@ class SQLiteStore(ClosingStore):
         self.path: str = str(path)
         self.batch_size: int = batch_size
         self._pending = 0
+        #: Writes refused because they would move a record back (see ``regresses``).
+        self.regressions_refused = 0
         self._lock = threading.RLock()
         self._host_ids: dict[str, int] = {}
         self._host_names: dict[int, str] = {}
@@ -643,13 +651,30 @@ class SQLiteStore(ClosingStore):
         New records without a ``doc_id`` get the next one (doc ids are never reused);
         existing records keep theirs. The records passed in are not changed.
         """
+        refused: list[PageState] = []
         with self._writing("put_many") as conn:
             written = 0
             for chunk in _chunks(states, _CHUNK):
                 rows = [self._encode(conn, s) for s in chunk]
-                conn.executemany(_UPSERT_PAGES, rows)
-                written += len(rows)
+                count = conn.executemany(_UPSERT_PAGES, rows).rowcount
+                if count < len(rows):
+                    refused.extend(self._refused(conn, chunk))
+                written += count
             self._pending += written
+        if refused:
+            self.regressions_refused += len(refused)
+            log_regressions(self, refused)
+
+    def _refused(self, conn: sqlite3.Connection, chunk: list[PageState]) -> list[PageState]:
+        """The records of ``chunk`` an upsert left out: the stored row is not theirs."""
+        stored = {}
+        for part in _chunks([bytes.fromhex(s.key) for s in chunk], _IN_CHUNK):
+            sql = (
+                f"SELECT key, visits, last_crawl FROM pages "
+                f"WHERE key IN ({', '.join('?' * len(part))})"
+            )
+            stored.update({blob.hex(): (v, lc) for blob, v, lc in conn.execute(sql, part)})
+        return [s for s in chunk if stored.get(s.key) != (s.visits, s.last_crawl)]
 
     def add_many(self, states: Iterable[PageState]) -> list[str]:
         """Insert the records whose key is absent; return their keys in input order."""

@@ -89,7 +89,8 @@ def _count_cheap_check(runtime: FreshRuntime, lease: Lease, response: Response) 
     runtime.host_checks(lease.host).count_check(answer, answer + lease.content_length)
 
 
-def _is_robots(request: Request) -> bool:
+def is_robots_request(request: Request) -> bool:
+    """Whether ``request`` is the robots.txt request of Scrapy's RobotsTxtMiddleware."""
     return bool(request.meta.get("dont_obey_robotstxt")) and request.url.endswith("/robots.txt")
 
 
@@ -229,7 +230,7 @@ class FreshDownloaderMiddleware(_FreshComponent):
     # -- responses ---------------------------------------------------------------------
 
     def process_response(self, request: Request, response: Response) -> Response:
-        if not _is_robots(request):
+        if not is_robots_request(request):
             self.runtime.host_answered(url_host(request.url))
         lease = self._lease(request)
         if lease is None:
@@ -262,7 +263,7 @@ class FreshDownloaderMiddleware(_FreshComponent):
     def process_exception(self, request: Request, exception: Exception) -> None:
         if isinstance(exception, NotModified):
             return
-        if not _is_robots(request):
+        if not is_robots_request(request):
             self.runtime.host_answered(url_host(request.url))
         lease = self._lease(request)
         if lease is None:

@@ -32,6 +32,7 @@ from scrapy_fresh.frontier import Frontier, Politeness, Stream
 from scrapy_fresh.frontier.revisit import Outcome
 from scrapy_fresh.frontier.scoring import priority_score
 from scrapy_fresh.keys import url_host, url_key
+from scrapy_fresh.middlewares import is_robots_request as _is_robots
 from scrapy_fresh.policy.cadence import lookahead, next_period
 from scrapy_fresh.requestinfo import rebuild_request, request_info
 from scrapy_fresh.runtime import FreshRuntime, Lease, header
@@ -83,6 +84,9 @@ class _Gate:
     deadline: float
     waiting: bool = True
     parked: list[str] = field(default_factory=list)
+    #: Its robots.txt request got an answer: robots_parsed opens the gate, not the
+    #: request leaving the downloader.
+    robots_answered: set[int] = field(default_factory=set)
 
 
 class FreshScheduler(BaseScheduler):
@@ -183,6 +187,7 @@ class FreshScheduler(BaseScheduler):
         signals_.connect(self._spider_idle, signal=signals.spider_idle)
         signals_.connect(self._robots_parsed, signal=signals.robots_parsed)
         signals_.connect(self._response_downloaded, signal=signals.response_downloaded)
+        signals_.connect(self._request_left_downloader, signal=signals.request_left_downloader)
         self._opened_at = now
         if not self._continuous:
             self._lookahead = self._cycle_lookahead(now)
@@ -970,7 +975,27 @@ class FreshScheduler(BaseScheduler):
             self._gates[host] = _Gate(since=self._now, deadline=0.0, waiting=False)
         self._release(host, robots=True)
 
+    def _request_left_downloader(self, request: Request) -> None:
+        """A request of a gated host left the downloader: an answer opened the gate
+        already (:meth:`_release` from the conditional check), a robots.txt answer opens
+        it when parsed; a download error (refused connection, timeout, DNS) opens it now,
+        so that the host's other pages and the retries fail as fast as in plain Scrapy."""
+        host = url_host(request.url)
+        gate = self._gates.get(host)
+        if gate is None or not gate.waiting:
+            return
+        if not _is_robots(request):
+            self._release(host)
+        elif id(request) in gate.robots_answered:
+            gate.robots_answered.discard(id(request))
+        else:  # robots.txt could not be downloaded: Scrapy goes on without it
+            self._release(host, robots=True)
+
     def _response_downloaded(self, response: Response, request: Request) -> None:
+        if _is_robots(request):
+            gate = self._gates.get(url_host(request.url))
+            if gate is not None and gate.waiting:
+                gate.robots_answered.add(id(request))
         if response.status not in (429, 503):
             return
         now = self._now

@@ -141,7 +141,12 @@ class FreshDownloaderMiddleware(_FreshComponent):
 
     async def process_request(self, request: Request) -> Request | None:
         lease = self._lease(request)
-        if lease is None or not lease.visited or request.meta.get("fresh_probed"):
+        if lease is None:
+            return None
+        # A page scrapy_fresh checks is asked of the server, never of HTTPCACHE: a cached
+        # copy would hide every change (other requests may still use the cache).
+        request.meta["dont_cache"] = True
+        if not lease.visited or request.meta.get("fresh_probed"):
             return None
         runtime = self.runtime
         plan, etag, last_modified = runtime.check_plan(
@@ -179,7 +184,7 @@ class FreshDownloaderMiddleware(_FreshComponent):
             method="HEAD",
             headers=request.headers.copy(),
             callback=NO_CALLBACK,
-            meta={"fresh_probe": True, "handle_httpstatus_all": True},
+            meta={"fresh_probe": True, "handle_httpstatus_all": True, "dont_cache": True},
             dont_filter=True,
             priority=request.priority,
         )

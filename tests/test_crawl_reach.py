@@ -161,3 +161,34 @@ def test_a_cycle_run_ends_when_a_host_asks_to_wait_for_ever(
     assert sorted(i["url"] for i in second.items) == [a.url(f"/v/{n}") for n in range(4)]
     assert [r.path for r in busy.log].count("/busy/0") == 1
 
+
+# -- HTTPCACHE_ENABLED -------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_with_httpcache_a_changed_page_is_seen_changed(
+    mockserver: Any, crawl: Any, tmp_path: Path
+) -> None:
+    site = mockserver.MockSite(count=2)
+    with mockserver.MockServer(site) as server:
+        start = [{"url": server.url(p)} for p in ("/v/0", "/v/1", "/n/0", "/n/1")]
+        start.append({"url": server.url("/n/2"), "meta": {"fresh_enabled": False}})
+        settings = _fresh(
+            tmp_path / "s.sqlite", HTTPCACHE_ENABLED=True, HTTPCACHE_DIR=str(tmp_path / "cache")
+        )
+        first = crawl({"settings": settings, "start": start}, tmp_path / "c1")
+        assert first.stat("fresh/new") == 4
+        for _ in range(4):  # half the text: far past FRESH_FINGERPRINT_THRESHOLD_BITS
+            site.change("/v/0")
+            site.change("/n/0")
+        second = crawl(
+            {"settings": settings, "start": start, "clock_offset": 2 * 86400.0}, tmp_path / "c2"
+        )
+    assert second.stat("fresh/changed") == 2  # the cache served them all unchanged before
+    assert second.stat("fresh/not_modified") == 2  # /v/1 (a 304), /n/1 (a HEAD probe)
+    texts = {i["url"]: i["text"] for i in second.items}
+    for path in ("/v/0", "/n/0"):
+        assert texts[server.url(path)] == " ".join(site.pages[path].paragraphs)
+    # The cache still serves what scrapy_fresh does not manage.
+    assert second.stat("httpcache/hit") == 1
+    assert [r.path for r in site.log].count("/n/2") == 1

@@ -192,3 +192,38 @@ def test_with_httpcache_a_changed_page_is_seen_changed(
     # The cache still serves what scrapy_fresh does not manage.
     assert second.stat("httpcache/hit") == 1
     assert [r.path for r in site.log].count("/n/2") == 1
+
+
+# -- Scrapy's own sitemap and feed spiders, with the add-on's defaults -----------------
+
+
+def _urls(result: Any) -> list[str]:
+    return sorted(i["url"] for i in result.items)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("spider", "document"), [("sitemap", "/sitemap_index.xml"), ("xmlfeed", "/feed.xml")]
+)
+def test_scrapys_sitemap_and_feed_spiders_scrape_what_plain_scrapy_does(
+    crawl: Any, tmp_path: Path, spider: str, document: str
+) -> None:
+    from tests.provider_server import NewsServer, NewsSite
+
+    site = NewsSite(count=4)
+    with NewsServer(site) as server:
+        urls = [server.url(document)]
+        config = {"spider": spider, "sitemap_urls": urls, "feed_urls": urls}
+        plain = crawl({**config, "settings": {}}, tmp_path / "plain")
+        articles = [server.url(f"/a/{n}") for n in range(4)]
+        assert _urls(plain) == articles
+        settings = _fresh(tmp_path / "s.sqlite")
+        first = crawl({**config, "settings": settings}, tmp_path / "c1")
+        assert _urls(first) == articles  # the SitemapSpider scraped nothing before
+        site.change("/a/1")
+        second = crawl(
+            {**config, "settings": settings, "clock_offset": 2 * 86400.0}, tmp_path / "c2"
+        )
+    assert _urls(second) == articles
+    changed = {i["url"]: i["fresh_changed"] for i in second.items}
+    assert changed == {url: url == server.url("/a/1") for url in articles}

@@ -125,6 +125,7 @@ class FreshConfig:
     cycle_budget: int = 0
     #: None: half the measured time between cycle runs (:mod:`scrapy_fresh.policy.cadence`).
     cycle_lookahead_secs: float | None = None
+    cycle_max_wait_secs: float = 60.0
     new_url_share: float = 0.2
     check: str = "auto"
     min_check_cost_ratio: float = 0.05
@@ -224,6 +225,7 @@ class FreshConfig:
                 if _setting(settings, "FRESH_CYCLE_LOOKAHEAD_SECS") is None
                 else _number(settings, "FRESH_CYCLE_LOOKAHEAD_SECS", low=0.0)
             ),
+            cycle_max_wait_secs=_number(settings, "FRESH_CYCLE_MAX_WAIT_SECS", low=0.0),
             new_url_share=_number(settings, "FRESH_NEW_URL_SHARE", low=0.0, high=1.0),
             check=_choice(settings, "FRESH_CHECK", CHECK_MODES),
             min_check_cost_ratio=_number(

@@ -17,6 +17,9 @@ FRESH_CYCLE_FILL = True
 #: Cycle mode: records due up to this many seconds from now count as due. None: half the
 #: measured time between runs (rounding due times to the nearest run); 0: none.
 FRESH_CYCLE_LOOKAHEAD_SECS: float | None = None
+#: Cycle mode: longest total Retry-After back-off a run waits for one host; a longer one
+#: leaves the host's remaining pages due for the next run.
+FRESH_CYCLE_MAX_WAIT_SECS = 60.0
 #: Refresh time of a new URL whose site has no history yet (Sharma & Dixit t_0).
 FRESH_DEFAULT_REFRESH_SECS = 86400.0
 #: Drop items whose content fingerprint did not change.

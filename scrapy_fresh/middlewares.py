@@ -89,7 +89,8 @@ def _count_cheap_check(runtime: FreshRuntime, lease: Lease, response: Response) 
     runtime.host_checks(lease.host).count_check(answer, answer + lease.content_length)
 
 
-def _is_robots(request: Request) -> bool:
+def is_robots_request(request: Request) -> bool:
+    """Whether ``request`` is the robots.txt request of Scrapy's RobotsTxtMiddleware."""
     return bool(request.meta.get("dont_obey_robotstxt")) and request.url.endswith("/robots.txt")
 
 
@@ -140,7 +141,12 @@ class FreshDownloaderMiddleware(_FreshComponent):
 
     async def process_request(self, request: Request) -> Request | None:
         lease = self._lease(request)
-        if lease is None or not lease.visited or request.meta.get("fresh_probed"):
+        if lease is None:
+            return None
+        # A page scrapy_fresh checks is asked of the server, never of HTTPCACHE: a cached
+        # copy would hide every change (other requests may still use the cache).
+        request.meta["dont_cache"] = True
+        if not lease.visited or request.meta.get("fresh_probed"):
             return None
         runtime = self.runtime
         plan, etag, last_modified = runtime.check_plan(
@@ -178,7 +184,7 @@ class FreshDownloaderMiddleware(_FreshComponent):
             method="HEAD",
             headers=request.headers.copy(),
             callback=NO_CALLBACK,
-            meta={"fresh_probe": True, "handle_httpstatus_all": True},
+            meta={"fresh_probe": True, "handle_httpstatus_all": True, "dont_cache": True},
             dont_filter=True,
             priority=request.priority,
         )
@@ -229,7 +235,7 @@ class FreshDownloaderMiddleware(_FreshComponent):
     # -- responses ---------------------------------------------------------------------
 
     def process_response(self, request: Request, response: Response) -> Response:
-        if not _is_robots(request):
+        if not is_robots_request(request):
             self.runtime.host_answered(url_host(request.url))
         lease = self._lease(request)
         if lease is None:
@@ -262,7 +268,7 @@ class FreshDownloaderMiddleware(_FreshComponent):
     def process_exception(self, request: Request, exception: Exception) -> None:
         if isinstance(exception, NotModified):
             return
-        if not _is_robots(request):
+        if not is_robots_request(request):
             self.runtime.host_answered(url_host(request.url))
         lease = self._lease(request)
         if lease is None:

@@ -21,7 +21,10 @@ every sitemap index read (:mod:`scrapy_fresh.providers.discovery` decides which)
 are requested through the scheduler like any page (politeness, robots.txt, stats), kept
 as records so that the refresh rule decides when they are read again, marked with
 :reqmeta:`fresh_sitemap` (or :reqmeta:`fresh_robots`) and given a callback that yields
-nothing. See :doc:`/topics/providers`.
+nothing. The sitemaps found are requested only when the spider is idle, and only those
+it did not request itself: a spider's own sitemap or feed request (SitemapSpider
+following an index) is never taken over, its document is read from the spider's own
+response. See :doc:`/topics/providers`.
 """
 
 from __future__ import annotations
@@ -214,6 +217,8 @@ class FreshProviderMiddleware:
         #: Discovered sitemaps first read in this run that spoke of no page the crawl knew
         #: then -> a sample of their URLs' keys, judged again when the run is idle.
         self._unjudged: dict[str, list[str]] = {}
+        #: Sitemaps found (robots.txt lines, index children), requested at the next idle.
+        self._held: list[tuple[str, int]] = []
         crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
 
     @classmethod
@@ -371,7 +376,7 @@ class FreshProviderMiddleware:
         before = Counter(discovery.skipped)
         found = discovery.from_robots(text, response.url)
         self._count_discovery(before, response.url)
-        self._request(found)
+        self._held.extend(found)
 
     def _follow_index(self, request: Request, document: Signals, url: str) -> None:
         """Follow the child sitemaps of a sitemap index, newest ``<lastmod>`` first."""
@@ -384,7 +389,7 @@ class FreshProviderMiddleware:
         before = Counter(discovery.skipped)
         found = discovery.from_index(_depth(request.meta), document.sitemaps, lastmods)
         self._count_discovery(before, url)
-        self._request(found)
+        self._held.extend(found)
 
     def _request(self, found: list[tuple[str, int]], *, robots: bool = False) -> None:
         """Send discovered documents through the scheduler (known ones only when due)."""
@@ -452,8 +457,16 @@ class FreshProviderMiddleware:
 
     def _spider_idle(self) -> None:
         """The run's work is done: postpone the sitemaps first read in it that still
-        speak of no page the crawl knows."""
+        speak of no page the crawl knows, then request the sitemaps found since the
+        last idle that the spider did not request itself."""
         unjudged, self._unjudged = self._unjudged, {}
+        held, self._held = self._held, []
+        try:
+            self._judge_unused(unjudged)
+        finally:
+            self._request(held)
+
+    def _judge_unused(self, unjudged: dict[str, list[str]]) -> None:
         for key, sample in unjudged.items():
             try:
                 self._records.get_many(sample)

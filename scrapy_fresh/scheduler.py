@@ -32,6 +32,7 @@ from scrapy_fresh.frontier import Frontier, Politeness, Stream
 from scrapy_fresh.frontier.revisit import Outcome
 from scrapy_fresh.frontier.scoring import priority_score
 from scrapy_fresh.keys import url_host, url_key
+from scrapy_fresh.middlewares import is_robots_request as _is_robots
 from scrapy_fresh.policy.cadence import lookahead, next_period
 from scrapy_fresh.records import Sighting
 from scrapy_fresh.requestinfo import rebuild_request, request_info
@@ -84,6 +85,12 @@ class _Gate:
     deadline: float
     waiting: bool = True
     parked: list[str] = field(default_factory=list)
+    #: Its robots.txt request got an answer: robots_parsed opens the gate, not the
+    #: request leaving the downloader.
+    robots_answered: set[int] = field(default_factory=set)
+    #: Cycle mode: the host asked for a back-off longer than the run may wait; its pages
+    #: stay parked and are released to the next run when this one closes.
+    deferred: bool = False
 
 
 class FreshScheduler(BaseScheduler):
@@ -126,6 +133,9 @@ class FreshScheduler(BaseScheduler):
         self._fifo: deque[Request] = deque()
         self._handoffs: dict[int, Request] = {}
         self._gates: dict[str, _Gate] = {}
+        #: Cycle mode: seconds of Retry-After back-off each host made this run wait.
+        self._waited: dict[str, float] = {}
+        self._max_wait = self.config.cycle_max_wait_secs
         self._hosts_seen: set[str] = set()
         self._spare: list[tuple[float, PageState]] = []
         #: Cycle mode without a budget: the due records not loaded yet (see _load_more).
@@ -182,6 +192,7 @@ class FreshScheduler(BaseScheduler):
         signals_.connect(self._spider_idle, signal=signals.spider_idle)
         signals_.connect(self._robots_parsed, signal=signals.robots_parsed)
         signals_.connect(self._response_downloaded, signal=signals.response_downloaded)
+        signals_.connect(self._request_left_downloader, signal=signals.request_left_downloader)
         self._opened_at = now
         if not self._continuous:
             self._lookahead = self._cycle_lookahead(now)
@@ -785,11 +796,13 @@ class FreshScheduler(BaseScheduler):
         gate = self._gates.get(host)
         if gate is not None and gate.waiting:
             gate.parked.append(lease.key)
+            if gate.deferred:
+                self.runtime.stat("fresh/requests/deferred_backoff")
             return
         self.frontier.push(lease.key, host, lease.score, lease.stream, now)
 
     def _parked(self) -> int:
-        return sum(len(g.parked) for g in self._gates.values() if g.waiting)
+        return sum(len(g.parked) for g in self._gates.values() if g.waiting and not g.deferred)
 
     def _pop(self, now: float) -> Request | None:
         leases = self.runtime.leases
@@ -866,7 +879,7 @@ class FreshScheduler(BaseScheduler):
             targets.append(ready)
         if self._continuous and self._due_hint is not None and len(self.frontier) < REFILL_BATCH:
             targets.append(self._due_hint)
-        targets.extend(g.deadline for g in self._gates.values() if g.waiting)
+        targets.extend(g.deadline for g in self._gates.values() if g.waiting and not g.deferred)
         if self._shared is not None and self._shared.next_time is not None:
             targets.append(self._shared.next_time)
         if not targets:
@@ -932,7 +945,7 @@ class FreshScheduler(BaseScheduler):
         counts from now; after an answer it counts from when the first request went out.
         """
         gate = self._gates.get(host)
-        if gate is None or not gate.waiting:
+        if gate is None or not gate.waiting or gate.deferred:
             return
         gate.waiting = False
         now = self._now
@@ -970,7 +983,27 @@ class FreshScheduler(BaseScheduler):
             self._gates[host] = _Gate(since=self._now, deadline=0.0, waiting=False)
         self._release(host, robots=True)
 
+    def _request_left_downloader(self, request: Request) -> None:
+        """A request of a gated host left the downloader: an answer opened the gate
+        already (:meth:`_release` from the conditional check), a robots.txt answer opens
+        it when parsed; a download error (refused connection, timeout, DNS) opens it now,
+        so that the host's other pages and the retries fail as fast as in plain Scrapy."""
+        host = url_host(request.url)
+        gate = self._gates.get(host)
+        if gate is None or not gate.waiting:
+            return
+        if not _is_robots(request):
+            self._release(host)
+        elif id(request) in gate.robots_answered:
+            gate.robots_answered.discard(id(request))
+        else:  # robots.txt could not be downloaded: Scrapy goes on without it
+            self._release(host, robots=True)
+
     def _response_downloaded(self, response: Response, request: Request) -> None:
+        if _is_robots(request):
+            gate = self._gates.get(url_host(request.url))
+            if gate is not None and gate.waiting:
+                gate.robots_answered.add(id(request))
         if response.status not in (429, 503):
             return
         now = self._now
@@ -978,14 +1011,46 @@ class FreshScheduler(BaseScheduler):
         if secs is None:
             return
         host = url_host(request.url)
-        self.politeness.back_off(host, now + min(secs, MAX_RETRY_AFTER_SECS))
+        wait = min(secs, MAX_RETRY_AFTER_SECS)
+        if not self._continuous and self._shared is None:
+            waited = self._waited.get(host, 0.0) + wait
+            if waited > self._max_wait:
+                self._defer(host, request, secs)
+                return
+            self._waited[host] = waited
+        self.politeness.back_off(host, now + wait)
         if self._shared is not None:
-            self._shared.back_off(host, now + min(secs, MAX_RETRY_AFTER_SECS))
+            self._shared.back_off(host, now + wait)
         self.runtime.stat("fresh/backoffs")
         logger.info(
             "scrapy_fresh: %(host)s answered %(status)d with Retry-After %(secs).0f s; "
             "backing off",
             {"host": host, "status": response.status, "secs": secs},
+            extra={"spider": self.crawler.spider},
+        )
+
+    def _defer(self, host: str, request: Request, secs: float) -> None:
+        """Cycle mode: ``host`` asked for a back-off that would make this run wait longer
+        than :setting:`FRESH_CYCLE_MAX_WAIT_SECS` in all. Its answer is final (not
+        retried: the visit is recorded as an error, as after the last retry); its other
+        pages, queued now or later in the run, are parked and stay due for the next run
+        (released when the run closes), so the run ends when the other hosts are done."""
+        request.meta["dont_retry"] = True
+        gate = self._gates.get(host)
+        if gate is None:
+            gate = self._gates[host] = _Gate(since=self._now, deadline=math.inf)
+        elif gate.deferred:
+            return
+        gate.waiting = gate.deferred = True
+        for key, lease in list(self.runtime.leases.items()):
+            if lease.host == host and self.frontier.discard(key):
+                gate.parked.append(key)
+        self.runtime.stat("fresh/requests/deferred_backoff", len(gate.parked))
+        logger.warning(
+            "scrapy_fresh: %(host)s answered %(url)s with Retry-After %(secs).0f s, longer "
+            "than this run may wait (FRESH_CYCLE_MAX_WAIT_SECS = %(max).0f s); its pages "
+            "not fetched yet stay due for the next run.",
+            {"host": host, "url": request.url, "secs": secs, "max": self._max_wait},
             extra={"spider": self.crawler.spider},
         )
 

@@ -8,6 +8,9 @@
 * ``clock_offset``: seconds added to the clock scrapy_fresh reads (a later cycle "days
   later" without waiting),
 * ``provider``: a ``fresh_provider`` spider attribute (optional),
+* ``spider``: ``"sitemap"`` (a SitemapSpider over ``sitemap_urls``) or ``"xmlfeed"`` (an
+  XMLFeedSpider over ``feed_urls`` whose items' links are followed), instead of the
+  test spider driven by ``start`` (optional),
 * ``output``: where to write ``{"stats": ..., "items": [...], "dropped": n, "errbacks":
   [[url, exception class name], ...]}`` at the end.
 
@@ -24,6 +27,7 @@ from typing import Any
 
 from scrapy import Request, Spider, signals
 from scrapy.crawler import CrawlerProcess
+from scrapy.spiders import SitemapSpider, XMLFeedSpider
 
 from scrapy_fresh.runtime import FreshRuntime
 
@@ -87,6 +91,49 @@ class FreshTestSpider(Spider):
             yield response.follow(href, callback=getattr(self, callback))
 
 
+def _page_item(response: Any) -> dict[str, Any]:
+    return {
+        "url": response.url,
+        "title": response.css("title::text").get(""),
+        "text": " ".join(response.css("article p::text").getall()),
+    }
+
+
+class SitemapTestSpider(SitemapSpider):
+    """Scrapy's SitemapSpider as its documentation shows it: one item per page listed."""
+
+    name = "fresh_sitemap_test"
+
+    def __init__(self, config: dict[str, Any], **kwargs: Any) -> None:
+        self.sitemap_urls = config["sitemap_urls"]
+        super().__init__(**kwargs)
+
+    def parse(self, response: Any) -> Any:
+        yield _page_item(response)
+
+
+class FeedTestSpider(XMLFeedSpider):
+    """Scrapy's XMLFeedSpider over an RSS feed: an item per page its ``<item>``s link."""
+
+    name = "fresh_feed_test"
+    itertag = "item"
+
+    def __init__(self, config: dict[str, Any], **kwargs: Any) -> None:
+        self.start_urls = config["feed_urls"]
+        super().__init__(**kwargs)
+
+    def parse_node(self, response: Any, selector: Any) -> Any:
+        link = selector.xpath("link/text()").get()
+        if link:
+            yield Request(link, callback=self.parse_page)
+
+    def parse_page(self, response: Any) -> Any:
+        yield _page_item(response)
+
+
+SPIDERS = {"sitemap": SitemapTestSpider, "xmlfeed": FeedTestSpider}
+
+
 def main(path: str) -> None:
     config = json.loads(Path(path).read_text())
     settings = {
@@ -100,7 +147,7 @@ def main(path: str) -> None:
         **config.get("settings", {}),
     }
     process = CrawlerProcess(settings)
-    crawler = process.create_crawler(FreshTestSpider)
+    crawler = process.create_crawler(SPIDERS.get(config.get("spider"), FreshTestSpider))
     result: dict[str, Any] = {"items": [], "dropped": 0}
 
     def item_scraped(item: Any) -> None:
@@ -121,7 +168,7 @@ def main(path: str) -> None:
     if failures:  # the crawl could not start (a ConfigError, say)
         sys.stderr.write(failures[0].getTraceback())
         sys.exit(2)
-    result["errbacks"] = crawler.spider.errbacks if crawler.spider is not None else []
+    result["errbacks"] = getattr(crawler.spider, "errbacks", [])
     result["stats"] = {
         k: (v if isinstance(v, (int, float, str)) else str(v))
         for k, v in crawler.stats.get_stats().items()

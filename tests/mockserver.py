@@ -11,6 +11,8 @@ Page families (``N`` is 0..count-1), each a different validator behaviour:
 * ``/r/N``  a fresh random ETag on every response (validators that never match).
 * ``/gone/N`` 404 (even N) or 410 (odd N).
 * ``/err/N`` 500 (even N) or a reply delayed past the test's timeout (odd N).
+* ``/busy/N`` 503 with ``Retry-After: <retry_after>`` while ``retry_after`` is set, else
+  404.
 * ``/private/...`` disallowed by robots.txt.
 
 ``/`` links to every page (of the families in ``linked``); ``/robots.txt`` has a
@@ -87,12 +89,14 @@ class MockSite:
         crawl_delay: float | None = None,
         slow_secs: float = 3.0,
         linked: tuple[str, ...] = FAMILIES,
+        retry_after: str | None = None,
     ) -> None:
         self.rng = random.Random(seed)
         self.count = count
         self.linked = linked  # the families ``/`` links to
         self.crawl_delay = crawl_delay
         self.slow_secs = slow_secs
+        self.retry_after = retry_after
         self.lock = threading.Lock()
         self.pages: dict[str, Page] = {}
         for family in ("v", "i", "n", "c", "w", "r"):
@@ -202,6 +206,9 @@ class _Handler(BaseHTTPRequestHandler):
         if family == "gone":
             n = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0
             self._send(404 if n % 2 == 0 else 410, b"gone", {}, head)
+            return
+        if family == "busy" and site.retry_after is not None:
+            self._send(503, b"busy", {"Retry-After": site.retry_after}, head)
             return
         if family == "err":
             n = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0

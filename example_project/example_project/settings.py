@@ -31,6 +31,10 @@ EXTENSIONS = {"example_project.democlock.DemoClock": 0}
 FRESH_MODE = "cycle"
 # Pages per cycle (due re-crawls plus new URLs); 0 = no limit. The demo site is small.
 FRESH_CYCLE_BUDGET = 0
+# Longest Retry-After back-off a cycle run waits for one host (in all); a longer one
+# leaves the host's pages due for the next run. The demo's clock runs fast: its flaky
+# pages ask for 120 demo seconds, a few milliseconds of real time, so the demo waits.
+FRESH_CYCLE_MAX_WAIT_SECS = 3600.0
 # Share of a limited budget kept for newly found URLs (WebFountain's mix).
 FRESH_NEW_URL_SHARE = 0.2
 # How to check a known page cheaply: "auto" sends If-None-Match / If-Modified-Since

@@ -66,6 +66,7 @@ from scrapy_fresh.notify import NotifyResult, check_url, record_changes, record_
 from scrapy_fresh.providers.document import parse_document
 from scrapy_fresh.providers.safexml import Limits
 from scrapy_fresh.store.base import StateStore
+from scrapy_fresh.urls import URLRefused, accept_url, fetch_url, normal_host, parse_host
 from scrapy_fresh.websub import (
     Subscription,
     check_challenge,
@@ -150,7 +151,7 @@ class NotifyConfig:
             raise ValueError(
                 f"key_file_scheme ({self.key_file_scheme!r}) must be 'http' or 'https'."
             )
-        self.keys = {h.lower(): frozenset(k) for h, k in self.keys.items()}
+        self.keys = {_key_host(h): frozenset(k) for h, k in self.keys.items()}
         for host, keys in self.keys.items():
             for key in keys:
                 if not KEY_PATTERN.match(key):
@@ -177,6 +178,15 @@ class NotifyConfig:
             isinstance(self.lease_seconds, int) and self.lease_seconds >= 60
         ):
             raise ValueError(f"lease_seconds ({self.lease_seconds!r}) must be 60 or more.")
+
+
+def _key_host(text: str) -> str:
+    try:
+        return normal_host(text)
+    except URLRefused as exc:
+        raise ValueError(
+            f"keys: host {text!r} must be a host name or address [:port] ({exc})"
+        ) from None
 
 
 def _network(text: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
@@ -268,6 +278,15 @@ class RateLimiter:
             while len(self._buckets) > self.max_keys:
                 self._buckets.popitem(last=False)
             return wait
+
+
+def _accepted(url: object, host: str) -> str:
+    """``url`` as Scrapy will fetch it, if it is on ``host``; else a 400 or a 422."""
+    try:
+        return accept_url(url, host=host)
+    except URLRefused as exc:
+        status = 422 if exc.other_host else 400
+        raise _Refused(status, f"{str(url)[:200]!r}: {exc}") from None
 
 
 def _hostname(host: str) -> str:
@@ -461,11 +480,11 @@ class _Handler(BaseHTTPRequestHandler):
         if len(urls) != 1 or len(keys) != 1:
             raise _Refused(400, "expected one url and one key parameter")
         locations = query.get("keyLocation", [])
-        parts = urlsplit(urls[0])
-        host = (parts.hostname or "").lower()
-        if parts.port is not None:
-            host = f"{host}:{parts.port}"
-        self.server.check_urls(host, urls)
+        try:
+            host = fetch_url(urls[0]).authority
+        except URLRefused as exc:
+            raise _Refused(400, f"{urls[0][:200]!r}: {exc}") from None
+        urls = self.server.check_urls(host, urls)
         return host, keys[0], locations[0] if locations else None, urls
 
     def _read_body(self, types: tuple[str, ...], what: str) -> bytes:
@@ -508,8 +527,13 @@ class _Handler(BaseHTTPRequestHandler):
             raise _Refused(400, "keyLocation must be a string")
         if len(urls) > self.server.config.max_urls:
             raise _Refused(413, f"{len(urls)} URLs; at most {self.server.config.max_urls}")
-        self.server.check_urls(host.lower(), urls)
-        return host.lower(), key, location, urls
+        try:
+            host = normal_host(host)
+        except URLRefused:
+            raise _Refused(
+                400, f"host ({host[:100]!r}) must be a host name or address [:port]"
+            ) from None
+        return host, key, location, self.server.check_urls(host, urls)
 
     # -- WebSub ------------------------------------------------------------------------
 
@@ -684,13 +708,9 @@ class NotifyServer(ThreadingHTTPServer):
 
     # -- checks ------------------------------------------------------------------------
 
-    def check_urls(self, host: str, urls: list[Any]) -> None:
-        for url in urls:
-            problem = check_url(url)
-            if problem is not None:
-                raise _Refused(400, f"{str(url)[:200]!r} is {problem}")
-            if (urlsplit(url).hostname or "").lower() != _hostname(host):
-                raise _Refused(422, f"{url[:200]!r} does not belong to the host {host!r}")
+    def check_urls(self, host: str, urls: list[Any]) -> list[str]:
+        """``urls`` as Scrapy will fetch them, if all are fetched from ``host``."""
+        return [_accepted(url, host) for url in urls]
 
     def authorise(self, host: str, key: str, location: str | None) -> None:
         if not KEY_PATTERN.match(key):
@@ -702,17 +722,22 @@ class NotifyServer(ThreadingHTTPServer):
         if not self.config.verify_key_files:
             raise _Refused(403, f"the key is not allowed for {host}")
         if location is not None:
-            loc = urlsplit(location)
-            if (loc.hostname or "").lower() != _hostname(host) or loc.scheme not in (
-                "http",
-                "https",
-            ):
-                raise _Refused(422, "keyLocation must be a URL on the host itself")
-            file_url = location
+            file_url = self._key_location(host, location)
         else:
             file_url = f"{self.config.key_file_scheme}://{host}/{key}.txt"
         if not self._key_file_ok(host, key, file_url):
             raise _Refused(403, f"the key was not found in the key file of {host}")
+
+    @staticmethod
+    def _key_location(host: str, location: str) -> str:
+        """``keyLocation`` as it is fetched, if it is on ``host`` (any port)."""
+        try:
+            fetched = fetch_url(location)
+        except URLRefused as exc:
+            raise _Refused(422, f"keyLocation: {exc}") from None
+        if fetched.host != parse_host(host)[0]:
+            raise _Refused(422, "keyLocation must be a URL on the host itself")
+        return fetched.url
 
     def _key_file_ok(self, host: str, key: str, file_url: str) -> bool:
         now = self.clock()

@@ -44,12 +44,15 @@ failed). Nothing is written unless the whole request is accepted.
 
 from __future__ import annotations
 
+import http
 import http.client
+import io
 import ipaddress
 import json
 import logging
 import math
 import re
+import socket
 import ssl
 import threading
 import time
@@ -141,6 +144,8 @@ class NotifyConfig:
     lease_seconds: int = 864_000
     hub_timeout: float = 10.0
     trusted_proxies: tuple[str, ...] = ()
+    request_deadline: float = 30.0
+    max_connections_per_client: int = 16
     proxy_networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = field(
         init=False, default=()
     )
@@ -161,12 +166,16 @@ class NotifyConfig:
         for name, sub in self.websub.items():
             if not isinstance(sub, Subscription) or sub.name != name:
                 raise ValueError(f"websub[{name!r}] must be the Subscription named {name!r}.")
-        for name in ("rate_limit", "host_rate_limit"):
+        for name in ("rate_limit", "host_rate_limit", "max_connections_per_client"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} ({value!r}) must be a whole number of 0 or more.")
-        if not (isinstance(self.rate_window, (int, float)) and 0 < self.rate_window < math.inf):
-            raise ValueError(f"rate_window ({self.rate_window!r}) must be a number above 0.")
+        for name in ("rate_window", "request_deadline"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not (
+                isinstance(value, (int, float)) and 0 < value < math.inf
+            ):
+                raise ValueError(f"{name} ({value!r}) must be a number of seconds above 0.")
         if self.callback_base is not None:
             problem = check_url(self.callback_base)
             if problem is not None or urlsplit(self.callback_base).query:
@@ -371,11 +380,87 @@ def send_subscription(hub: str, form: bytes, timeout: float) -> tuple[int, str]:
     return 0, "too many redirects"
 
 
+def _answer_raw(sock: socket.socket, status: int, message: str) -> None:
+    """A short answer written straight to a socket no handler will read."""
+    body = (json.dumps({"error": message}) + "\n").encode()
+    head = (
+        f"HTTP/1.1 {status} {http.HTTPStatus(status).phrase}\r\nContent-Type: application/json"
+        f"\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    )
+    try:
+        sock.settimeout(1.0)
+        sock.sendall(head.encode() + body)
+    except OSError:
+        pass
+
+
+class _DeadlineReader(io.RawIOBase):
+    """A socket read with a deadline for the whole request, not only between reads."""
+
+    def __init__(self, sock: socket.socket, idle_timeout: float) -> None:
+        self.sock = sock
+        self.idle_timeout = idle_timeout
+        self.deadline = math.inf
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the request deadline passed")
+        self.sock.settimeout(min(left, self.idle_timeout))
+        return self.sock.recv_into(buffer)
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's members; a name given twice is refused (which one would count?)."""
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        names = [name for name, _ in pairs]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        raise _Refused(400, f"the JSON object names {', '.join(twice)[:100]} more than once")
+    return data
+
+
+def _parse_json(raw: bytes) -> Any:
+    """The body as JSON: 400 for anything but one plain, not too deeply nested value."""
+    try:
+        return json.loads(
+            raw.decode("utf-8"), object_pairs_hook=_no_duplicates, parse_constant=_no_constant
+        )
+    except RecursionError:
+        raise _Refused(400, "the JSON body is nested too deeply") from None
+    except (UnicodeDecodeError, ValueError):
+        raise _Refused(400, "the body is not valid UTF-8 JSON") from None
+
+
+def _no_constant(name: str) -> Any:
+    raise _Refused(400, f"the JSON body holds {name}, which is not JSON")
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: NotifyServer
     protocol_version = "HTTP/1.1"
     timeout = 15  # a client that stops sending is dropped
     _client = ""  # the address the request is counted for (set by _route)
+    _reader: _DeadlineReader
+
+    def setup(self) -> None:
+        super().setup()
+        self.rfile.close()  # the socket stays open: it is read through the deadline below
+        self._reader = _DeadlineReader(self.connection, float(self.timeout))
+        self.rfile = io.BufferedReader(self._reader)
+
+    def handle_one_request(self) -> None:
+        """One request, which must arrive whole within the request deadline."""
+        self._reader.deadline = time.monotonic() + self.server.config.request_deadline
+        try:
+            super().handle_one_request()
+        except TimeoutError:  # while reading a body, after the headers' own handling
+            self.close_connection = True
+        if self.close_connection and self._reader.deadline <= time.monotonic():
+            self.server.dropped("deadline", self.client_address[0])
 
     def log_message(self, format: str, *args: Any) -> None:
         logger.debug("notify-server: " + format, *args)
@@ -388,6 +473,7 @@ class _Handler(BaseHTTPRequestHandler):
         content_type: str = "application/json",
     ) -> None:
         body = data if isinstance(data, bytes) else (json.dumps(data) + "\n").encode()
+        self.connection.settimeout(self.timeout)  # writing is not bound by the deadline
         self.server.count(status)
         self.send_response(status)
         self.send_header("Content-Type", content_type)
@@ -458,6 +544,11 @@ class _Handler(BaseHTTPRequestHandler):
                 )
         except _Refused as exc:
             self._refuse(exc)
+        except TimeoutError:
+            raise  # the request deadline: handle_one_request closes the connection
+        except Exception:  # a bug: logged here, never a traceback to the client
+            logger.exception("notify-server: %s %s failed", self.command, self.path[:200])
+            self._answer(500, {"error": "internal error; see the server's log"})
 
     # -- IndexNow ----------------------------------------------------------------------
 
@@ -489,15 +580,15 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _read_body(self, types: tuple[str, ...], what: str) -> bytes:
         """The POST body, bounded; ``types`` are the accepted media types."""
-        length_text = self.headers.get("Content-Length")
-        if self.headers.get("Transfer-Encoding") or length_text is None:
+        lengths = self.headers.get_all("Content-Length") or []
+        if self.headers.get("Transfer-Encoding") or not lengths:
             raise _Refused(411, "a POST needs a Content-Length (no chunked bodies)")
-        try:
-            length = int(length_text)
-        except ValueError:
-            raise _Refused(400, "Content-Length is not a number") from None
-        if length < 0:
-            raise _Refused(400, "Content-Length is negative")
+        if len(lengths) > 1:
+            raise _Refused(400, "Content-Length is given more than once")
+        length_text = lengths[0].strip()
+        if not (length_text.isascii() and length_text.isdigit()) or len(length_text) > 18:
+            raise _Refused(400, f"Content-Length ({length_text[:20]!r}) is not a byte count")
+        length = int(length_text)
         limit = self.server.config.max_body_bytes
         if length > limit:
             raise _Refused(413, f"body of {length} bytes is over the limit of {limit}")
@@ -510,11 +601,7 @@ class _Handler(BaseHTTPRequestHandler):
         return self.rfile.read(length)
 
     def _from_body(self) -> tuple[str, str, str | None, list[str]]:
-        raw = self._read_body(("application/json", "text/json"), "JSON")
-        try:
-            data = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            raise _Refused(400, "the body is not valid UTF-8 JSON") from None
+        data = _parse_json(self._read_body(("application/json", "text/json"), "JSON"))
         if not isinstance(data, dict):
             raise _Refused(400, "the body must be a JSON object with host, key and urlList")
         host, key, urls = data.get("host"), data.get("key"), data.get("urlList")
@@ -658,6 +745,10 @@ class NotifyServer(ThreadingHTTPServer):
         #: subscription name -> when to send its next subscription request; failures.
         self._renew_at: dict[str, float] = {}
         self._failures: dict[str, int] = {}
+        #: connections refused or closed, by reason ("deadline", "too_many_connections")
+        self.drops: dict[str, int] = {}
+        self._open: dict[int, str] = {}  # id(socket) -> client address
+        self._per_client: dict[str, int] = {}
         super().__init__(address, _Handler)
 
     @property
@@ -673,6 +764,42 @@ class NotifyServer(ThreadingHTTPServer):
     def count(self, status: int) -> None:
         with self._verified_lock:
             self.counts[status] = self.counts.get(status, 0) + 1
+
+    def dropped(self, reason: str, address: str) -> None:
+        """Count and log a connection closed without an answer, or refused."""
+        with self._verified_lock:
+            self.drops[reason] = self.drops.get(reason, 0) + 1
+        logger.info("notify-server: connection from %s closed (%s)", address, reason)
+
+    # -- connections per client --------------------------------------------------------
+
+    def verify_request(self, request: Any, client_address: Any) -> bool:
+        """Take the connection unless its address already holds the most it may."""
+        address = str(client_address[0])
+        cap = self.config.max_connections_per_client
+        with self._verified_lock:
+            held = self._per_client.get(address, 0)
+            if cap and held >= cap and not _in(address, self.config.proxy_networks):
+                refused = True
+            else:
+                refused = False
+                self._per_client[address] = held + 1
+                self._open[id(request)] = address
+        if refused:
+            self.dropped("too_many_connections", address)
+            _answer_raw(request, 429, f"at most {cap} connections per client")
+        return not refused
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._verified_lock:
+            address = self._open.pop(id(request), None)
+            if address is not None:
+                left = self._per_client.get(address, 1) - 1
+                if left > 0:
+                    self._per_client[address] = left
+                else:
+                    self._per_client.pop(address, None)
+        super().shutdown_request(request)
 
     # -- rate limits -------------------------------------------------------------------
 

@@ -6,6 +6,7 @@ A bad value stops the crawl at start-up with a :class:`~scrapy_fresh.exceptions.
 
 from __future__ import annotations
 
+import importlib
 import math
 import re
 from collections.abc import Mapping
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy_fresh import default_settings
 from scrapy_fresh.exceptions import ConfigError
 from scrapy_fresh.frontier.scoring import SCORE_RULES
-from scrapy_fresh.store.base import Provider
+from scrapy_fresh.store.base import Provider, StateStore
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -28,6 +29,14 @@ STORES = ("sqlite", "memory", "redis")
 #: A path whose only placeholder is %(spider)s (and %% for a literal %).
 _SPIDER_TEMPLATE = re.compile(r"(?:[^%]|%%|%\(spider\)s)*")
 _PROVIDERS = tuple(p.value for p in Provider)
+#: The methods a FRESH_STORE class must have (those of the StateStore protocol).
+_STORE_METHODS = tuple(
+    sorted(n for n, v in vars(StateStore).items() if callable(v) and not n.startswith("_"))
+)
+#: Widest simhash difference, in bits (a threshold of 64 would never see a change).
+FINGERPRINT_BITS = 64
+_TRUE = ("1", "true")
+_FALSE = ("0", "false")
 
 
 def parse_provider(value: Any, where: str) -> Provider:
@@ -50,8 +59,52 @@ def _setting(settings: BaseSettings, name: str) -> Any:
 
 
 def _flag(settings: BaseSettings, name: str) -> bool:
-    """A boolean setting, with its default from :mod:`scrapy_fresh.default_settings`."""
-    return settings.getbool(name, getattr(default_settings, name))
+    """A boolean setting, with its default from :mod:`scrapy_fresh.default_settings`:
+    True/False, 1/0, or "true"/"false", as Scrapy's getbool reads them."""
+    raw = _setting(settings, name)
+    if isinstance(raw, bool):
+        return raw
+    if isinstance(raw, int) and raw in (0, 1):
+        return bool(raw)
+    word = raw.strip().lower() if isinstance(raw, str) else None
+    if word in _TRUE or word in _FALSE:
+        return word in _TRUE
+    raise ConfigError(f"{name} ({raw!r}) must be True or False (or 1/0, 'true'/'false').")
+
+
+def _store(settings: BaseSettings) -> str:
+    """FRESH_STORE: a built-in store's name, or the import path of a StateStore class."""
+    raw = _setting(settings, "FRESH_STORE")
+    name = raw.strip() if isinstance(raw, str) else ""
+    if name.lower() in STORES:
+        return name.lower()
+    if "." not in name:
+        raise ConfigError(
+            f"FRESH_STORE ({raw!r}) must be one of {', '.join(STORES)} or the import path "
+            "of a StateStore class."
+        )
+    _check_store_class(name)
+    return name
+
+
+def _check_store_class(path: str) -> None:
+    """Import ``path``; raise unless it is a class with the StateStore methods."""
+    module, _, name = path.rpartition(".")
+    try:
+        found = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise ConfigError(
+            f"FRESH_STORE ({path!r}) cannot be imported: {exc}. Expected 'sqlite', "
+            "'memory', 'redis' or the import path of a StateStore class."
+        ) from None
+    missing = [m for m in _STORE_METHODS if not callable(getattr(found, m, None))]
+    if not isinstance(found, type) or missing:
+        what = "a class" if isinstance(found, type) else f"a {type(found).__name__}"
+        raise ConfigError(
+            f"FRESH_STORE ({path!r}) is {what} that does not implement the StateStore "
+            f"protocol (scrapy_fresh.store.base.StateStore; missing: "
+            f"{', '.join(missing) or 'not a class'})."
+        )
 
 
 def _number(
@@ -79,9 +132,9 @@ def _number(
     return value
 
 
-def _integer(settings: BaseSettings, name: str, *, low: int) -> int:
+def _integer(settings: BaseSettings, name: str, *, low: int, high: int | None = None) -> int:
     raw = _setting(settings, name)
-    value = _number(settings, name, low=low)
+    value = _number(settings, name, low=low, high=high)
     if value != int(value):
         raise ConfigError(f"{name} ({raw!r}) must be a whole number.")
     return int(value)
@@ -168,14 +221,7 @@ class FreshConfig:
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> FreshConfig:
         """Read and validate every ``FRESH_*`` setting; raise ConfigError on the first bad one."""
-        store = str(_setting(settings, "FRESH_STORE"))
-        if store.strip().lower() in STORES:
-            store = store.strip().lower()
-        elif "." not in store:
-            raise ConfigError(
-                f"FRESH_STORE ({store!r}) must be one of {', '.join(STORES)} "
-                "or the import path of a StateStore class."
-            )
+        store = _store(settings)
         sqlite_path = _setting(settings, "FRESH_SQLITE_PATH")
         if not isinstance(sqlite_path, str) or not sqlite_path.strip():
             raise ConfigError(f"FRESH_SQLITE_PATH ({sqlite_path!r}) must be a non-empty path.")
@@ -244,7 +290,7 @@ class FreshConfig:
             drop_unchanged_items=_flag(settings, "FRESH_DROP_UNCHANGED_ITEMS"),
             fingerprint_fields=fp_fields,
             fingerprint_threshold_bits=_integer(
-                settings, "FRESH_FINGERPRINT_THRESHOLD_BITS", low=0
+                settings, "FRESH_FINGERPRINT_THRESHOLD_BITS", low=0, high=FINGERPRINT_BITS - 1
             ),
             gone_confirmations=_integer(settings, "FRESH_GONE_CONFIRMATIONS", low=1),
             error_backoff_secs=_number(

@@ -22,17 +22,15 @@ import math
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
 
 from scrapy_fresh.keys import url_host, url_key
 from scrapy_fresh.providers.apply import add_past
 from scrapy_fresh.providers.ledger import TrustLedger
 from scrapy_fresh.store.base import PageState, Provider, StateStore, Status
+from scrapy_fresh.urls import MAX_URL_LENGTH, URLRefused, accept_url
 
 __all__ = ["MAX_URL_LENGTH", "NotifyResult", "check_url", "record_changes", "record_updates"]
 
-#: Longest URL accepted in a notification (the sitemap protocol's and IndexNow's limit).
-MAX_URL_LENGTH = 2048
 #: An update time later than now by more than this is refused.
 FUTURE_TOLERANCE_SECS = 3600.0
 
@@ -58,27 +56,24 @@ class NotifyResult:
 
 
 def check_url(url: object) -> str | None:
-    """Return why ``url`` cannot be notified, or None if it can.
+    """Return why ``url`` cannot be notified, or None if it can (see
+    :func:`~scrapy_fresh.urls.fetch_url`: the URL is judged as Scrapy will fetch it).
 
     >>> check_url("https://example.com/a") is None
     True
     >>> check_url("ftp://example.com/a")
     'not an absolute http(s) URL'
     """
-    if not isinstance(url, str) or not url:
-        return "not a string"
-    if len(url) > MAX_URL_LENGTH:
-        return f"longer than {MAX_URL_LENGTH} characters"
-    if any(c in url for c in "\r\n\t\x00 "):
-        return "contains whitespace or control characters"
+    fetched = _accept(url)
+    return str(fetched) if isinstance(fetched, URLRefused) else None
+
+
+def _accept(url: object) -> str | URLRefused:
+    """``url`` as Scrapy will fetch it, or why it is refused."""
     try:
-        parts = urlsplit(url)
-        _ = parts.port
-    except ValueError:
-        return "not a valid URL"
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return "not an absolute http(s) URL"
-    return None
+        return accept_url(url)
+    except URLRefused as exc:
+        return exc
 
 
 def _fixed(state: PageState) -> bool:
@@ -126,11 +121,11 @@ def record_changes(
     result = NotifyResult()
     updates: dict[str, float] = {}
     for url in urls:
-        problem = check_url(url)
-        if problem is not None:
-            result.rejected[str(url)] = problem
+        fetched = _accept(url)
+        if isinstance(fetched, URLRefused):
+            result.rejected[str(url)] = str(fetched)
         else:
-            updates.setdefault(url, at)
+            updates.setdefault(fetched, at)
     return _record(store, updates, current, result, autodetect, add_unknown, always_due=True)
 
 
@@ -167,20 +162,22 @@ def record_updates(
     current = time.time() if now is None else float(now)
     result = NotifyResult()
     latest: dict[str, float] = {}
-    for url, when in updates:
-        problem = check_url(url)
-        if problem is None and (
-            isinstance(when, bool)
-            or not isinstance(when, (int, float))
-            or not math.isfinite(when)
-            or when > current + FUTURE_TOLERANCE_SECS
-        ):
-            problem = "its update time is not a past time"
-        if problem is not None:
-            result.rejected[str(url)] = problem
+    for raw, when in updates:
+        url = _accept(raw)
+        if isinstance(url, URLRefused):
+            result.rejected[str(raw)] = str(url)
+        elif not _past_time(when, current):
+            result.rejected[url] = "its update time is not a past time"
         elif when > latest.get(url, -math.inf):
             latest[url] = float(when)
     return _record(store, latest, current, result, autodetect, add_unknown, always_due=False)
+
+
+def _past_time(when: object, current: float) -> bool:
+    """Whether ``when`` is a number no later than ``current`` (plus clock skew)."""
+    if isinstance(when, bool) or not isinstance(when, (int, float)):
+        return False
+    return math.isfinite(when) and when <= current + FUTURE_TOLERANCE_SECS
 
 
 def _record(

@@ -44,12 +44,15 @@ failed). Nothing is written unless the whole request is accepted.
 
 from __future__ import annotations
 
+import http
 import http.client
+import io
 import ipaddress
 import json
 import logging
 import math
 import re
+import socket
 import ssl
 import threading
 import time
@@ -66,6 +69,7 @@ from scrapy_fresh.notify import NotifyResult, check_url, record_changes, record_
 from scrapy_fresh.providers.document import parse_document
 from scrapy_fresh.providers.safexml import Limits
 from scrapy_fresh.store.base import StateStore
+from scrapy_fresh.urls import URLRefused, accept_url, fetch_url, normal_host, parse_host
 from scrapy_fresh.websub import (
     Subscription,
     check_challenge,
@@ -140,6 +144,8 @@ class NotifyConfig:
     lease_seconds: int = 864_000
     hub_timeout: float = 10.0
     trusted_proxies: tuple[str, ...] = ()
+    request_deadline: float = 30.0
+    max_connections_per_client: int = 16
     proxy_networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = field(
         init=False, default=()
     )
@@ -150,7 +156,7 @@ class NotifyConfig:
             raise ValueError(
                 f"key_file_scheme ({self.key_file_scheme!r}) must be 'http' or 'https'."
             )
-        self.keys = {h.lower(): frozenset(k) for h, k in self.keys.items()}
+        self.keys = {_key_host(h): frozenset(k) for h, k in self.keys.items()}
         for host, keys in self.keys.items():
             for key in keys:
                 if not KEY_PATTERN.match(key):
@@ -160,12 +166,16 @@ class NotifyConfig:
         for name, sub in self.websub.items():
             if not isinstance(sub, Subscription) or sub.name != name:
                 raise ValueError(f"websub[{name!r}] must be the Subscription named {name!r}.")
-        for name in ("rate_limit", "host_rate_limit"):
+        for name in ("rate_limit", "host_rate_limit", "max_connections_per_client"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} ({value!r}) must be a whole number of 0 or more.")
-        if not (isinstance(self.rate_window, (int, float)) and 0 < self.rate_window < math.inf):
-            raise ValueError(f"rate_window ({self.rate_window!r}) must be a number above 0.")
+        for name in ("rate_window", "request_deadline"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not (
+                isinstance(value, (int, float)) and 0 < value < math.inf
+            ):
+                raise ValueError(f"{name} ({value!r}) must be a number of seconds above 0.")
         if self.callback_base is not None:
             problem = check_url(self.callback_base)
             if problem is not None or urlsplit(self.callback_base).query:
@@ -177,6 +187,15 @@ class NotifyConfig:
             isinstance(self.lease_seconds, int) and self.lease_seconds >= 60
         ):
             raise ValueError(f"lease_seconds ({self.lease_seconds!r}) must be 60 or more.")
+
+
+def _key_host(text: str) -> str:
+    try:
+        return normal_host(text)
+    except URLRefused as exc:
+        raise ValueError(
+            f"keys: host {text!r} must be a host name or address [:port] ({exc})"
+        ) from None
 
 
 def _network(text: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
@@ -270,6 +289,15 @@ class RateLimiter:
             return wait
 
 
+def _accepted(url: object, host: str) -> str:
+    """``url`` as Scrapy will fetch it, if it is on ``host``; else a 400 or a 422."""
+    try:
+        return accept_url(url, host=host)
+    except URLRefused as exc:
+        status = 422 if exc.other_host else 400
+        raise _Refused(status, f"{str(url)[:200]!r}: {exc}") from None
+
+
 def _hostname(host: str) -> str:
     """``host`` without a ``:port``."""
     name, sep, port = host.rpartition(":")
@@ -352,11 +380,87 @@ def send_subscription(hub: str, form: bytes, timeout: float) -> tuple[int, str]:
     return 0, "too many redirects"
 
 
+def _answer_raw(sock: socket.socket, status: int, message: str) -> None:
+    """A short answer written straight to a socket no handler will read."""
+    body = (json.dumps({"error": message}) + "\n").encode()
+    head = (
+        f"HTTP/1.1 {status} {http.HTTPStatus(status).phrase}\r\nContent-Type: application/json"
+        f"\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    )
+    try:
+        sock.settimeout(1.0)
+        sock.sendall(head.encode() + body)
+    except OSError:
+        pass
+
+
+class _DeadlineReader(io.RawIOBase):
+    """A socket read with a deadline for the whole request, not only between reads."""
+
+    def __init__(self, sock: socket.socket, idle_timeout: float) -> None:
+        self.sock = sock
+        self.idle_timeout = idle_timeout
+        self.deadline = math.inf
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the request deadline passed")
+        self.sock.settimeout(min(left, self.idle_timeout))
+        return self.sock.recv_into(buffer)
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's members; a name given twice is refused (which one would count?)."""
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        names = [name for name, _ in pairs]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        raise _Refused(400, f"the JSON object names {', '.join(twice)[:100]} more than once")
+    return data
+
+
+def _parse_json(raw: bytes) -> Any:
+    """The body as JSON: 400 for anything but one plain, not too deeply nested value."""
+    try:
+        return json.loads(
+            raw.decode("utf-8"), object_pairs_hook=_no_duplicates, parse_constant=_no_constant
+        )
+    except RecursionError:
+        raise _Refused(400, "the JSON body is nested too deeply") from None
+    except (UnicodeDecodeError, ValueError):
+        raise _Refused(400, "the body is not valid UTF-8 JSON") from None
+
+
+def _no_constant(name: str) -> Any:
+    raise _Refused(400, f"the JSON body holds {name}, which is not JSON")
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: NotifyServer
     protocol_version = "HTTP/1.1"
     timeout = 15  # a client that stops sending is dropped
     _client = ""  # the address the request is counted for (set by _route)
+    _reader: _DeadlineReader
+
+    def setup(self) -> None:
+        super().setup()
+        self.rfile.close()  # the socket stays open: it is read through the deadline below
+        self._reader = _DeadlineReader(self.connection, float(self.timeout))
+        self.rfile = io.BufferedReader(self._reader)
+
+    def handle_one_request(self) -> None:
+        """One request, which must arrive whole within the request deadline."""
+        self._reader.deadline = time.monotonic() + self.server.config.request_deadline
+        try:
+            super().handle_one_request()
+        except TimeoutError:  # while reading a body, after the headers' own handling
+            self.close_connection = True
+        if self.close_connection and self._reader.deadline <= time.monotonic():
+            self.server.dropped("deadline", self.client_address[0])
 
     def log_message(self, format: str, *args: Any) -> None:
         logger.debug("notify-server: " + format, *args)
@@ -369,6 +473,7 @@ class _Handler(BaseHTTPRequestHandler):
         content_type: str = "application/json",
     ) -> None:
         body = data if isinstance(data, bytes) else (json.dumps(data) + "\n").encode()
+        self.connection.settimeout(self.timeout)  # writing is not bound by the deadline
         self.server.count(status)
         self.send_response(status)
         self.send_header("Content-Type", content_type)
@@ -439,6 +544,11 @@ class _Handler(BaseHTTPRequestHandler):
                 )
         except _Refused as exc:
             self._refuse(exc)
+        except TimeoutError:
+            raise  # the request deadline: handle_one_request closes the connection
+        except Exception:  # a bug: logged here, never a traceback to the client
+            logger.exception("notify-server: %s %s failed", self.command, self.path[:200])
+            self._answer(500, {"error": "internal error; see the server's log"})
 
     # -- IndexNow ----------------------------------------------------------------------
 
@@ -461,24 +571,24 @@ class _Handler(BaseHTTPRequestHandler):
         if len(urls) != 1 or len(keys) != 1:
             raise _Refused(400, "expected one url and one key parameter")
         locations = query.get("keyLocation", [])
-        parts = urlsplit(urls[0])
-        host = (parts.hostname or "").lower()
-        if parts.port is not None:
-            host = f"{host}:{parts.port}"
-        self.server.check_urls(host, urls)
+        try:
+            host = fetch_url(urls[0]).authority
+        except URLRefused as exc:
+            raise _Refused(400, f"{urls[0][:200]!r}: {exc}") from None
+        urls = self.server.check_urls(host, urls)
         return host, keys[0], locations[0] if locations else None, urls
 
     def _read_body(self, types: tuple[str, ...], what: str) -> bytes:
         """The POST body, bounded; ``types`` are the accepted media types."""
-        length_text = self.headers.get("Content-Length")
-        if self.headers.get("Transfer-Encoding") or length_text is None:
+        lengths = self.headers.get_all("Content-Length") or []
+        if self.headers.get("Transfer-Encoding") or not lengths:
             raise _Refused(411, "a POST needs a Content-Length (no chunked bodies)")
-        try:
-            length = int(length_text)
-        except ValueError:
-            raise _Refused(400, "Content-Length is not a number") from None
-        if length < 0:
-            raise _Refused(400, "Content-Length is negative")
+        if len(lengths) > 1:
+            raise _Refused(400, "Content-Length is given more than once")
+        length_text = lengths[0].strip()
+        if not (length_text.isascii() and length_text.isdigit()) or len(length_text) > 18:
+            raise _Refused(400, f"Content-Length ({length_text[:20]!r}) is not a byte count")
+        length = int(length_text)
         limit = self.server.config.max_body_bytes
         if length > limit:
             raise _Refused(413, f"body of {length} bytes is over the limit of {limit}")
@@ -491,11 +601,7 @@ class _Handler(BaseHTTPRequestHandler):
         return self.rfile.read(length)
 
     def _from_body(self) -> tuple[str, str, str | None, list[str]]:
-        raw = self._read_body(("application/json", "text/json"), "JSON")
-        try:
-            data = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            raise _Refused(400, "the body is not valid UTF-8 JSON") from None
+        data = _parse_json(self._read_body(("application/json", "text/json"), "JSON"))
         if not isinstance(data, dict):
             raise _Refused(400, "the body must be a JSON object with host, key and urlList")
         host, key, urls = data.get("host"), data.get("key"), data.get("urlList")
@@ -508,8 +614,13 @@ class _Handler(BaseHTTPRequestHandler):
             raise _Refused(400, "keyLocation must be a string")
         if len(urls) > self.server.config.max_urls:
             raise _Refused(413, f"{len(urls)} URLs; at most {self.server.config.max_urls}")
-        self.server.check_urls(host.lower(), urls)
-        return host.lower(), key, location, urls
+        try:
+            host = normal_host(host)
+        except URLRefused:
+            raise _Refused(
+                400, f"host ({host[:100]!r}) must be a host name or address [:port]"
+            ) from None
+        return host, key, location, self.server.check_urls(host, urls)
 
     # -- WebSub ------------------------------------------------------------------------
 
@@ -634,6 +745,10 @@ class NotifyServer(ThreadingHTTPServer):
         #: subscription name -> when to send its next subscription request; failures.
         self._renew_at: dict[str, float] = {}
         self._failures: dict[str, int] = {}
+        #: connections refused or closed, by reason ("deadline", "too_many_connections")
+        self.drops: dict[str, int] = {}
+        self._open: dict[int, str] = {}  # id(socket) -> client address
+        self._per_client: dict[str, int] = {}
         super().__init__(address, _Handler)
 
     @property
@@ -649,6 +764,42 @@ class NotifyServer(ThreadingHTTPServer):
     def count(self, status: int) -> None:
         with self._verified_lock:
             self.counts[status] = self.counts.get(status, 0) + 1
+
+    def dropped(self, reason: str, address: str) -> None:
+        """Count and log a connection closed without an answer, or refused."""
+        with self._verified_lock:
+            self.drops[reason] = self.drops.get(reason, 0) + 1
+        logger.info("notify-server: connection from %s closed (%s)", address, reason)
+
+    # -- connections per client --------------------------------------------------------
+
+    def verify_request(self, request: Any, client_address: Any) -> bool:
+        """Take the connection unless its address already holds the most it may."""
+        address = str(client_address[0])
+        cap = self.config.max_connections_per_client
+        with self._verified_lock:
+            held = self._per_client.get(address, 0)
+            if cap and held >= cap and not _in(address, self.config.proxy_networks):
+                refused = True
+            else:
+                refused = False
+                self._per_client[address] = held + 1
+                self._open[id(request)] = address
+        if refused:
+            self.dropped("too_many_connections", address)
+            _answer_raw(request, 429, f"at most {cap} connections per client")
+        return not refused
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._verified_lock:
+            address = self._open.pop(id(request), None)
+            if address is not None:
+                left = self._per_client.get(address, 1) - 1
+                if left > 0:
+                    self._per_client[address] = left
+                else:
+                    self._per_client.pop(address, None)
+        super().shutdown_request(request)
 
     # -- rate limits -------------------------------------------------------------------
 
@@ -684,13 +835,9 @@ class NotifyServer(ThreadingHTTPServer):
 
     # -- checks ------------------------------------------------------------------------
 
-    def check_urls(self, host: str, urls: list[Any]) -> None:
-        for url in urls:
-            problem = check_url(url)
-            if problem is not None:
-                raise _Refused(400, f"{str(url)[:200]!r} is {problem}")
-            if (urlsplit(url).hostname or "").lower() != _hostname(host):
-                raise _Refused(422, f"{url[:200]!r} does not belong to the host {host!r}")
+    def check_urls(self, host: str, urls: list[Any]) -> list[str]:
+        """``urls`` as Scrapy will fetch them, if all are fetched from ``host``."""
+        return [_accepted(url, host) for url in urls]
 
     def authorise(self, host: str, key: str, location: str | None) -> None:
         if not KEY_PATTERN.match(key):
@@ -702,17 +849,22 @@ class NotifyServer(ThreadingHTTPServer):
         if not self.config.verify_key_files:
             raise _Refused(403, f"the key is not allowed for {host}")
         if location is not None:
-            loc = urlsplit(location)
-            if (loc.hostname or "").lower() != _hostname(host) or loc.scheme not in (
-                "http",
-                "https",
-            ):
-                raise _Refused(422, "keyLocation must be a URL on the host itself")
-            file_url = location
+            file_url = self._key_location(host, location)
         else:
             file_url = f"{self.config.key_file_scheme}://{host}/{key}.txt"
         if not self._key_file_ok(host, key, file_url):
             raise _Refused(403, f"the key was not found in the key file of {host}")
+
+    @staticmethod
+    def _key_location(host: str, location: str) -> str:
+        """``keyLocation`` as it is fetched, if it is on ``host`` (any port)."""
+        try:
+            fetched = fetch_url(location)
+        except URLRefused as exc:
+            raise _Refused(422, f"keyLocation: {exc}") from None
+        if fetched.host != parse_host(host)[0]:
+            raise _Refused(422, "keyLocation must be a URL on the host itself")
+        return fetched.url
 
     def _key_file_ok(self, host: str, key: str, file_url: str) -> bool:
         now = self.clock()

@@ -116,6 +116,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a reverse proxy's address or network (10.0.0.0/8), repeatable: its requests "
         "are rate-limited by the client its X-Forwarded-For names",
     )
+    parser.add_argument(
+        "--request-deadline",
+        type=float,
+        default=30.0,
+        metavar="SECS",
+        help="seconds a client has to send a whole request, headers and body; then the "
+        "connection is closed (default 30)",
+    )
+    parser.add_argument(
+        "--max-connections-per-client",
+        type=int,
+        default=16,
+        metavar="N",
+        help="open connections one client address may hold (trusted proxies excepted; "
+        "0: no cap; default 16)",
+    )
     add_store_arguments(parser)
 
 
@@ -188,6 +204,8 @@ def run(args: argparse.Namespace) -> int:
             callback_base=args.websub_callback_base,
             lease_seconds=args.websub_lease_secs,
             trusted_proxies=tuple(args.trusted_proxy),
+            request_deadline=args.request_deadline,
+            max_connections_per_client=args.max_connections_per_client,
         )
     except ValueError as exc:
         raise ConfigError(str(exc)) from None

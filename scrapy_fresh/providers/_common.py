@@ -2,78 +2,33 @@
 
 from __future__ import annotations
 
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin
 
 from scrapy_fresh.providers.dates import parse_rfc822, parse_w3c
 from scrapy_fresh.providers.signals import ParseReport
+from scrapy_fresh.urls import MAX_URL_LENGTH, accept_url, same_site
 
 __all__ = ["FUTURE_TOLERANCE_SECS", "MAX_URL_LENGTH", "check_date", "clean_url", "same_site"]
 
-#: Longest URL accepted (the sitemap protocol's limit).
-MAX_URL_LENGTH = 2048
 #: Past-update dates later than ``now`` by more than this are skipped (``future_date``):
 #: clocks differ a little, but a "last modified" next week is an error or a lie.
 FUTURE_TOLERANCE_SECS = 3600.0
 
 
-def _host(url: str) -> str:
-    try:
-        return (urlsplit(url).hostname or "").lower()
-    except ValueError:
-        return ""
-
-
-def same_site(url: str, document_url: str) -> bool:
-    """Whether ``url`` belongs to the site that published ``document_url``.
-
-    The hosts are equal once a leading ``www.`` is dropped, or one is a subdomain of
-    the other's parent domain (``feeds.example.com`` speaks for ``www.example.com``).
-    A document may only make claims about its own site (the sitemap protocol's rule;
-    anything else would let one host steer the crawl of another).
-
-    >>> same_site("https://www.example.com/a", "https://example.com/sitemap.xml")
-    True
-    >>> same_site("https://news.example.com/a", "https://feeds.example.com/rss")
-    True
-    >>> same_site("https://evil.test/a", "https://example.com/sitemap.xml")
-    False
-    """
-    a, b = _host(url), _host(document_url)
-    if not a or not b:
-        return False
-    a, b = a.removeprefix("www."), b.removeprefix("www.")
-    if a == b or a.endswith("." + b) or b.endswith("." + a):
-        return True
-    parent_a, parent_b = a.split(".", 1)[-1], b.split(".", 1)[-1]
-    return "." in parent_a and parent_a == parent_b
-
-
 def clean_url(raw: str | None, base: str, report: ParseReport) -> str | None:
-    """``raw`` resolved against ``base`` if it is a usable http(s) URL of the same site.
+    """``raw`` resolved against ``base``, as Scrapy will fetch it, if it is a usable
+    http(s) URL of the same site (:func:`~scrapy_fresh.urls.accept_url`).
 
-    Counts ``bad_url`` (missing, too long, not http(s)) or ``other_host``.
+    Counts ``bad_url`` (missing, too long, not http(s), malformed) or ``other_host``.
     """
     if not raw:
         report.skip("bad_url")
         return None
-    raw = raw.strip()
-    if len(raw) > MAX_URL_LENGTH or any(c in raw for c in "\r\n\t\x00"):
-        report.skip("bad_url")
-        return None
     try:
-        url = urljoin(base, raw)
-        parts = urlsplit(url)
-        _ = parts.port  # raises ValueError on a bad port
-    except ValueError:
-        report.skip("bad_url")
+        return accept_url(urljoin(base, raw.strip()), site=base)
+    except ValueError as exc:  # URLRefused, or urljoin's on a malformed address
+        report.skip("other_host" if getattr(exc, "other_host", False) else "bad_url")
         return None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        report.skip("bad_url")
-        return None
-    if not same_site(url, base):
-        report.skip("other_host")
-        return None
-    return url
 
 
 def check_date(

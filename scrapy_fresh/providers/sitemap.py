@@ -16,11 +16,14 @@ Signals (see ../shared/DESIGN.md, provider table):
 
 from __future__ import annotations
 
+from urllib.parse import urljoin
+
 from lxml import etree
 
 from scrapy_fresh.providers._common import check_date, clean_url, count_entry
 from scrapy_fresh.providers.safexml import Limits, child_text, local_name
 from scrapy_fresh.providers.signals import AnnouncedUpdate, PastUpdate, Signals
+from scrapy_fresh.urls import accept_url
 
 __all__ = [
     "CHANGEFREQ_PROBABILITY",
@@ -128,21 +131,16 @@ def robots_sitemaps(text: str, robots_url: str) -> list[str]:
     ...                 "Sitemap: ftp://a.test/y", "https://a.test/robots.txt")
     ['https://a.test/s.xml', 'https://a.test/x.xml']
     """
-    from urllib.parse import urljoin, urlsplit
-
     found: list[str] = []
     for line in text.splitlines()[:100_000]:
         name, sep, value = line.partition(":")
         if not sep or name.strip().lower() != "sitemap":
             continue
         value = value.split("#", 1)[0].strip()
-        if not value or len(value) > 2048:
-            continue
-        url = urljoin(robots_url, value)
         try:
-            parts = urlsplit(url)
-        except ValueError:
+            url = accept_url(urljoin(robots_url, value)) if value else None
+        except ValueError:  # URLRefused, or urljoin's on a malformed address
             continue
-        if parts.scheme in ("http", "https") and parts.hostname and url not in found:
+        if url is not None and url not in found:
             found.append(url)
     return found

@@ -427,6 +427,16 @@ class FreshScheduler(BaseScheduler):
             records.settle(key)
             runtime.stat("fresh/requests/shared")
             return False
+        gate = self._gates.get(host)
+        if gate is not None and gate.deferred:  # not fetched in this run (see _defer)
+            state = self._lookup(key, request.url)
+            if state is None:
+                records.add(self._new_record(request, key, host, seen, provider, now))
+            else:
+                records.merge(state, seen)
+            records.settle(key)
+            runtime.stat("fresh/requests/deferred_backoff")
+            return False
         state = self._lookup(key, request.url)
         if state is None:
             return self._add_new(

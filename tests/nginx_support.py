@@ -483,3 +483,35 @@ def write_site_maps(
         f"<title>Shop</title><link>{base}/</link><description>New items</description>"
         f"{entries}</channel></rss>\n",
     )
+
+
+def linked_page(n: int, pages: int, links: int, text_bytes: int) -> str:
+    """Page ``n`` of a benchmark site: about ``text_bytes`` of prose and ``links`` links,
+    the first to the next page (so every page is reached), the others spread by a hash."""
+    targets = [(n + 1) % pages] + [(n * 7919 + k * 104729) % pages for k in range(1, links)]
+    nav = " ".join(f'<a href="p{t}.html">Page {t}</a>' for t in targets)
+    paragraphs = []
+    size, k = 0, 0
+    while size < text_bytes:
+        para = prose(n * 97 + k, 40)
+        paragraphs.append(f"<p>{para}</p>")
+        size += len(para) + 7
+        k += 1
+    return (
+        f"<!DOCTYPE html><html><head><title>Page {n}</title></head><body>"
+        f"<nav>{nav}</nav><article><h1>Page {n}</h1>{''.join(paragraphs)}</article>"
+        "</body></html>\n"
+    )
+
+
+def make_linked_site(root: Path, pages: int, links: int, text_bytes: int) -> list[str]:
+    """Write a benchmark site of ``pages`` pages (:func:`linked_page`) and an
+    ``index.html`` linking page 0; return the paths."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "index.html").write_text(
+        "<!DOCTYPE html><html><head><title>Index</title></head><body><article>"
+        '<p>A benchmark site.</p><a href="p0.html">Start</a></article></body></html>\n'
+    )
+    for n in range(pages):
+        (root / f"p{n}.html").write_text(linked_page(n, pages, links, text_bytes))
+    return ["/index.html", *(f"/p{n}.html" for n in range(pages))]

@@ -41,6 +41,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bandwidth.py
 	$(BIN)/python bench/simulate.py
 	$(BIN)/python bench/provider_signals.py
+	$(BIN)/python bench/crawl.py
 
 clean:
 	rm -rf $(VENV) docs/_build build *.egg-info

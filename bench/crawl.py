@@ -1,0 +1,273 @@
+"""Benchmark: end-to-end crawl throughput on nginx, plain Scrapy against the add-on.
+
+Issue 14, part 5. One run measures both crawlers on the same machine, site and server,
+so the ratios compare like with like:
+
+* the site: ``--pages`` generated pages (default 3,000) of about ``--kb`` kB of text
+  (default 5) with ``--links`` links each (default 6), plus an index; written to a
+  temporary directory and served by a real nginx on 127.0.0.1 (its own ETag,
+  Last-Modified and 304s; tests/nginx_support.py starts it);
+* the spider: tests/realsite_runner.py's ``links`` spider, a plain ``scrapy.Spider``
+  that yields an item per page and a Request for every ``.html`` link (fragments
+  stripped), ``CONCURRENT_REQUESTS = --concurrency`` (default 32), Scrapy's other
+  defaults (``CONCURRENT_REQUESTS_PER_DOMAIN`` 8 unless ``--per-domain``), LOG_LEVEL INFO;
+* the crawls, each in its own process: plain Scrapy's first crawl, the add-on's first
+  crawl (``ADDONS = {"scrapy_fresh.Addon": 0}``, SQLite store, visit log on, all other
+  settings at their defaults), plain Scrapy's full re-crawl, and the add-on's re-crawl
+  "a month later" (every page due; nothing changed, so nginx answers 304 to each).
+
+Throughput is pages (nginx's 200 and 304 answers) per second of the crawl: Scrapy's
+``elapsed_time_seconds`` stat, from the spider's opening to its close (store closing
+included; interpreter start-up and imports not). ``--repeat N`` runs the sequence N
+times on fresh stores; the table shows the run with the median first-crawl ratio
+(a run's four crawls go back to back, so its ratios share the machine's load of the
+moment). The table gives pages/s and the add-on's ratio to plain Scrapy's figure of the
+same run, and the CPU seconds of each crawl process (start-up included) with plain
+Scrapy's over the add-on's: on a machine shared with other work the CPU ratio moves
+less than the wall-clock one. Goals (issue 14): first crawl
+>= 0.95x, re-crawl of unchanged pages >= 3x.
+
+``--profile FILE`` then runs the add-on's first crawl once more under cProfile (on a
+fresh store), writes the profile to FILE and prints the costliest functions.
+
+Usage::
+
+    python bench/crawl.py                        # 3,000 pages, 5 kB, 6 links, 32 requests
+    python bench/crawl.py --pages 500 --repeat 3
+    python bench/crawl.py --profile /tmp/fresh-first-crawl.prof
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import pstats
+import resource
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the nginx launcher and the spider live in tests/
+
+from tests.nginx_support import Logged, Nginx, find_nginx, make_linked_site  # noqa: E402
+from tests.realsite_support import RealCrawl, run_crawl  # noqa: E402
+
+MONTH = 31 * 86400.0
+
+
+@dataclass
+class Measured:
+    name: str
+    crawl: RealCrawl
+    log: list[Logged]
+    cpu: float  # user + system seconds of the crawl process (start-up included)
+
+    @property
+    def pages(self) -> int:
+        """Pages nginx answered (200 or 304): a 304 the add-on turns into "not modified"
+        never reaches Scrapy's response count."""
+        return sum(1 for r in self.log if r.status in (200, 304) and r.path.endswith(".html"))
+
+    @property
+    def seconds(self) -> float:
+        return float(self.crawl.stats.get("elapsed_time_seconds", 0.0))
+
+    @property
+    def rate(self) -> float:
+        return self.pages / self.seconds if self.seconds else 0.0
+
+    def statuses(self) -> Counter[int]:
+        return Counter(r.status for r in self.log)
+
+    def megabytes(self) -> float:
+        return sum(r.body_bytes for r in self.log) / 1e6
+
+
+def settings(args: argparse.Namespace, work: Path | None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "CONCURRENT_REQUESTS": args.concurrency,
+        "LOG_LEVEL": "INFO",
+    }
+    if args.per_domain:
+        out["CONCURRENT_REQUESTS_PER_DOMAIN"] = args.per_domain
+    if work is not None:
+        out.update(
+            {
+                "ADDONS": {"scrapy_fresh.Addon": 0},
+                "FRESH_SQLITE_PATH": str(work / "state.sqlite"),
+                "FRESH_VISIT_LOG": str(work / "visits.jsonl"),
+            }
+        )
+    return out
+
+
+def one_run(args: argparse.Namespace, server: Nginx, work: Path) -> dict[str, Measured]:
+    spider = {"spider": "links", "start": [server.url("/index.html")]}
+    store = work / "fresh"
+    out = {}
+    for name, config in (
+        ("plain first", {**spider, "settings": settings(args, None)}),
+        ("fresh first", {**spider, "settings": settings(args, store)}),
+        ("plain again", {**spider, "settings": settings(args, None)}),
+        (
+            "fresh again",
+            {**spider, "settings": settings(args, store), "clock_offset": MONTH},
+        ),
+    ):
+        server.new_requests()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        crawl = run_crawl(config, work / name.replace(" ", "-"), timeout=args.timeout)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        crawl.check()
+        out[name] = m = Measured(name, crawl, server.new_requests(), cpu)
+        print(
+            f"  {name}: {m.pages} pages in {m.seconds:.1f} s ({m.rate:.1f} pages/s), "
+            f"{m.cpu:.1f} CPU s",
+            flush=True,
+        )
+    first, again = ratios(out)
+    print(f"  add-on / plain Scrapy: first crawl {first:.2f}x, re-crawl {again:.2f}x", flush=True)
+    return out
+
+
+def ratios(run: dict[str, Measured]) -> tuple[float, float]:
+    """The add-on's pages/s over plain Scrapy's: first crawl, re-crawl."""
+    first = run["fresh first"].rate / run["plain first"].rate
+    return first, run["fresh again"].rate / run["plain again"].rate
+
+
+def median_run(runs: list[dict[str, Measured]]) -> dict[str, Measured]:
+    """The run whose first-crawl ratio is the median (the crawls of one run are paired:
+    run back to back, they share the machine's load of the moment)."""
+    ordered = sorted(runs, key=lambda r: ratios(r)[0])
+    return ordered[(len(ordered) - 1) // 2]
+
+
+def table(results: dict[str, Measured]) -> str:
+    rows = [
+        (
+            "| crawl | crawler | pages | 200 | 304 | MB | seconds | pages/s | vs plain Scrapy "
+            "| CPU s | CPU vs plain |"
+        ),
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, label, crawler, base in (
+        ("plain first", "first crawl", "plain Scrapy", "plain first"),
+        ("fresh first", "first crawl", "scrapy_fresh", "plain first"),
+        ("plain again", "re-crawl (nothing changed)", "plain Scrapy", "plain again"),
+        ("fresh again", "re-crawl (nothing changed)", "scrapy_fresh (all due)", "plain again"),
+    ):
+        m, b = results[name], results[base]
+        statuses = m.statuses()
+        rows.append(
+            f"| {label} | {crawler} | {m.pages} | {statuses[200]} | {statuses[304]} | "
+            f"{m.megabytes():.1f} | {m.seconds:.1f} | {m.rate:.1f} | "
+            f"{m.rate / b.rate:.2f}x | {m.cpu:.1f} | {b.cpu / m.cpu:.2f}x |"
+        )
+    return "\n".join(rows)
+
+
+def profiled(args: argparse.Namespace, server: Nginx, work: Path, out: Path, fresh: bool) -> float:
+    """One first crawl (the add-on's on a fresh store, or plain Scrapy's) under cProfile
+    in the crawl process; the profile goes to ``out``. Return its total seconds."""
+    import json
+
+    config = {
+        "spider": "links",
+        "start": [server.url("/index.html")],
+        "settings": settings(args, work / "profiled" if fresh else None),
+        "output": str(out.with_suffix(".json")),
+    }
+    config_path = out.with_suffix(".config.json")
+    config_path.write_text(json.dumps(config))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    runner = ROOT / "tests" / "realsite_runner.py"
+    subprocess.run(
+        [sys.executable, "-m", "cProfile", "-o", str(out), str(runner), str(config_path)],
+        check=True,
+        env=env,
+        cwd=work,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        timeout=args.timeout * 3,
+    )
+    return float(getattr(pstats.Stats(str(out)), "total_tt", 0.0))
+
+
+def profile(args: argparse.Namespace, server: Nginx, work: Path, out: Path) -> None:
+    """Profile plain Scrapy's and the add-on's first crawls; print where the add-on's
+    time goes: its own functions by cumulative time (nested calls overlap), as a share
+    of the add-on's crawl."""
+    plain_total = profiled(args, server, work, out.with_suffix(".plain.prof"), fresh=False)
+    total = profiled(args, server, work, out, fresh=True)
+    print(
+        f"\nProfiles (cProfile, first crawl): plain Scrapy {plain_total:.1f} s, "
+        f"the add-on {total:.1f} s ({total - plain_total:+.1f} s); {out} and "
+        f"{out.with_suffix('.plain.prof')}"
+    )
+    stats = pstats.Stats(str(out))
+    rows = []
+    for (file, line, func), (_, calls, own, cumulative, _) in stats.stats.items():  # type: ignore[attr-defined]
+        if f"{os.sep}scrapy_fresh{os.sep}" in file:
+            where = file.split(f"{os.sep}scrapy_fresh{os.sep}")[-1]
+            rows.append((cumulative, own, calls, f"{where}:{line}({func})"))
+    print("scrapy_fresh functions by cumulative time (share of the add-on's crawl):")
+    print(f"{'cumul. s':>9} {'share':>6} {'own s':>6} {'calls':>8}  function")
+    for cumulative, own, calls, name in sorted(rows, reverse=True)[: args.top]:
+        print(f"{cumulative:9.2f} {cumulative / total:6.1%} {own:6.2f} {calls:8d}  {name}")
+    own_total = sum(r[1] for r in rows)
+    print(f"own time in scrapy_fresh code: {own_total:.1f} s ({own_total / total:.1%})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--pages", type=int, default=3000)
+    parser.add_argument("--links", type=int, default=6)
+    parser.add_argument("--kb", type=float, default=5.0, help="kB of text per page")
+    parser.add_argument("--concurrency", type=int, default=32, help="CONCURRENT_REQUESTS")
+    parser.add_argument(
+        "--per-domain", type=int, default=0, help="CONCURRENT_REQUESTS_PER_DOMAIN (0: Scrapy's)"
+    )
+    parser.add_argument("--repeat", type=int, default=1, help="runs (the median one shown)")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per crawl")
+    parser.add_argument("--profile", type=Path, help="also profile the add-on's first crawl")
+    parser.add_argument("--top", type=int, default=25, help="profile rows shown")
+    args = parser.parse_args()
+    if find_nginx() is None:  # make bench goes on with the other benchmarks
+        print("bench/crawl.py skipped: it needs nginx (apt-get install nginx-light)")
+        return
+    print(
+        f"Crawl benchmark: {args.pages} pages of {args.kb:g} kB, {args.links} links each, "
+        f"CONCURRENT_REQUESTS={args.concurrency}; Python {platform.python_version()}, "
+        f"{os.cpu_count()} CPUs"
+    )
+    with tempfile.TemporaryDirectory(prefix="fresh-bench-crawl-") as tmp:
+        work = Path(tmp)
+        make_linked_site(work / "site", args.pages, args.links, int(args.kb * 1000))
+        with Nginx(work / "site", work / "nginx") as server:
+            runs = []
+            for k in range(args.repeat):
+                print(f"run {k + 1}/{args.repeat}", flush=True)
+                runs.append(one_run(args, server, work / f"run{k}"))
+            print()
+            if len(runs) > 1:
+                print(
+                    "first-crawl and re-crawl ratios per run: "
+                    + ", ".join(f"{a:.2f}x / {b:.2f}x" for a, b in map(ratios, runs))
+                )
+                print("the run with the median first-crawl ratio:")
+            print(table(median_run(runs)))
+            if args.profile is not None:
+                profile(args, server, work, args.profile.resolve())
+
+
+if __name__ == "__main__":
+    main()

@@ -137,6 +137,9 @@ class FreshScheduler(BaseScheduler):
         self._waited: dict[str, float] = {}
         self._max_wait = self.config.cycle_max_wait_secs
         self._hosts_seen: set[str] = set()
+        #: Keys handed out in this run with a request rebuilt from their record: a
+        #: spider's ``dont_filter`` request for one (a start URL) is a duplicate of it.
+        self._rebuilt: set[str] = set()
         self._spare: list[tuple[float, PageState]] = []
         #: Cycle mode without a budget: the due records not loaded yet (see _load_more).
         self._cycle: Iterator[PageState] | None = None
@@ -386,7 +389,9 @@ class FreshScheduler(BaseScheduler):
         One request per URL and run, as Scrapy's dupefilter keeps it: a URL leased,
         fetched or judged not due in this run is a duplicate. ``force`` (a request with
         ``dont_filter``): a known page is fetched even when not due, still with its
-        conditional check and a verdict; a duplicate goes out unjudged.
+        conditional check and a verdict; a duplicate of a spider's own request goes out
+        unjudged, one of a request this run rebuilt from the record (a start URL that was
+        due) is dropped: plain Scrapy would have fetched the page once.
         """
         runtime = self.runtime
         records = runtime.records
@@ -414,7 +419,7 @@ class FreshScheduler(BaseScheduler):
                 records.merge(state, seen)
             return True
         if lease is not None or key in records.settled or key in records.pending:
-            if force:
+            if force and key not in self._rebuilt:
                 return self._enqueue_plain(request)
             runtime.stat(
                 "fresh/requests/skipped_in_flight"
@@ -834,9 +839,12 @@ class FreshScheduler(BaseScheduler):
             if gate is not None and gate.waiting:
                 gate.parked.append(lease.key)  # its robots.txt (Crawl-delay) is not known yet
                 continue
-            request = lease.request if lease.request is not None else self._rebuild(lease)
+            request = lease.request
             if request is None:
-                continue
+                request = self._rebuild(lease)
+                if request is None:
+                    continue
+                self._rebuilt.add(lease.key)
             lease.request = None
             if self._robots and gate is None:
                 self._gates[popped.host] = _Gate(since=now, deadline=now + self._gate_secs)

@@ -153,6 +153,22 @@ def test_dont_filter_requests_are_judged_and_fetched_even_when_not_due(
     assert h.stat("fresh/requests/bypassed") == 1
 
 
+def test_a_start_url_already_sent_as_due_is_not_fetched_again(harness: Any, known: Any) -> None:
+    """A due start URL is rebuilt from its record and handed out before Scrapy reads the
+    spider's start requests: the spider's ``dont_filter`` request is then a duplicate."""
+    due = known("http://a.example/start", last_crawl=NOW - 90000, next_due=NOW - 10)
+    h = harness(records=[due])
+    (rebuilt,) = h.drain()
+    assert rebuilt.meta["fresh_key"] == due.key
+    assert not h.scheduler.enqueue_request(Request("http://a.example/start", dont_filter=True))
+    h.record(rebuilt)
+    assert not h.scheduler.enqueue_request(Request("http://a.example/start", dont_filter=True))
+    assert h.drain() == []
+    assert h.stat("fresh/requests/skipped_in_flight") == 1  # while it downloads
+    assert h.stat("fresh/requests/duplicate") == 1  # after its visit
+    assert h.stat("fresh/requests/bypassed") == 0
+
+
 def test_retry_continues_the_visit_and_copied_meta_does_not(harness: Any) -> None:
     h = harness()
     h.scheduler.enqueue_request(Request("http://a.example/p"))

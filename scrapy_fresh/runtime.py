@@ -11,6 +11,7 @@ about its validators. It is also the one place where a visit's outcome is writte
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import weakref
@@ -491,6 +492,18 @@ class FreshRuntime:
         outcome: Outcome,
         now: float,
         headers: Mapping[str, str | None] | None = None,
+    ) -> None:
+        grouped = getattr(self.store, "grouped", None)  # one transaction per visit
+        with grouped() if grouped is not None else contextlib.nullcontext():
+            self._commit_grouped(meta, state, outcome, now, headers)
+
+    def _commit_grouped(
+        self,
+        meta: MutableMapping[str, Any],
+        state: PageState,
+        outcome: Outcome,
+        now: float,
+        headers: Mapping[str, str | None] | None,
     ) -> None:
         meta["fresh_outcome"] = outcome.value
         cost = self.check_cost(state)

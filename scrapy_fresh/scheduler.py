@@ -754,10 +754,19 @@ class FreshScheduler(BaseScheduler):
         self._arm_timer(now)  # called from has_pending_requests(): the engine may not ask soon
         return bool(take)
 
+    def _flush_new(self) -> None:
+        """Write the queued new records; a shared frontier is then asked at once (they
+        are due now), not after its poll interval."""
+        if not self.runtime.records.pending:
+            return
+        self.runtime.flush_new()
+        if self._shared is not None:
+            self._shared.waiting = False
+
     def _pull(self, now: float) -> int:
         """Take due pages from the frontier shared with other workers; return how many."""
         assert self._shared is not None
-        self.runtime.flush_new()  # this worker's discoveries go to the shared frontier first
+        self._flush_new()  # this worker's discoveries go to the shared frontier first
         wanted = max(0, PULL_BATCH - len(self.frontier))
         params = self.runtime.score_params
         score = partial(priority_score, now=now, params=params)
@@ -821,8 +830,7 @@ class FreshScheduler(BaseScheduler):
 
     def _pop(self, now: float) -> Request | None:
         leases = self.runtime.leases
-        if self.runtime.records.pending:
-            self.runtime.flush_new()  # known URLs among them are sorted out first
+        self._flush_new()  # known URLs among them are sorted out first
         if self._cycle is not None and len(leases) < CYCLE_LOW_LEASES:
             self._load_more(now)  # keep a batch's worth of hosts to choose from
         while True:

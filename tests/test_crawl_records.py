@@ -119,3 +119,17 @@ def test_the_stat_counts_what_the_store_refused(harness: Any, known: Any) -> Non
     assert h.state("http://d.example/v").last_crawl == now - 10
     h.scheduler.close("finished")
     assert h.stat("fresh/store/regressions_refused") == 1
+
+
+def test_a_shared_frontier_hands_out_new_links_at_once(harness: Any, prefix: str) -> None:
+    """FRESH_STORE = "redis": a link found by a visit is pulled at the next ask, not
+    after a poll interval (the engine asks again only on its 5 s heartbeat)."""
+    from tests.redis_helpers import SHARED_URL
+
+    h = harness({"FRESH_STORE": "redis", "REDIS_URL": SHARED_URL, "FRESH_REDIS_KEY": prefix})
+    assert not h.scheduler.enqueue_request(Request("http://s.example/a"))
+    (a,) = h.drain()
+    assert fetched(h, a, 1) is Outcome.NEW
+    assert not h.scheduler.enqueue_request(Request("http://s.example/b"))
+    assert [r.url for r in h.drain()] == ["http://s.example/b"]
+    assert h.stat("fresh/requests/shared") == 2

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy_fresh import default_settings
 from scrapy_fresh.exceptions import ConfigError
 from scrapy_fresh.frontier.scoring import SCORE_RULES
+from scrapy_fresh.itemfields import FieldRule, parse_field_rules, parse_fields
 from scrapy_fresh.store.base import Provider, StateStore
 
 if TYPE_CHECKING:
@@ -182,6 +183,7 @@ class FreshConfig:
     new_url_share: float = 0.2
     check: str = "auto"
     min_check_cost_ratio: float = 0.05
+    length_probe: bool = False
     length_probe_full_every: int = 4
     default_refresh_secs: float = 86400.0
     min_refresh_secs: float = 60.0
@@ -192,6 +194,7 @@ class FreshConfig:
     providers: dict[str, Provider] = field(default_factory=dict)
     drop_unchanged_items: bool = False
     fingerprint_fields: tuple[str, ...] | None = None
+    field_rules: dict[str, FieldRule] = field(default_factory=dict)
     fingerprint_threshold_bits: int = 3
     gone_confirmations: int = 2
     error_backoff_secs: float = 300.0
@@ -247,19 +250,12 @@ class FreshConfig:
             ) from None
         if not isinstance(redis_key, str) or not redis_key.strip():
             raise ConfigError(f"FRESH_REDIS_KEY ({redis_key!r}) must be a non-empty key prefix.")
-        fields_raw = _setting(settings, "FRESH_FINGERPRINT_FIELDS")
-        if fields_raw is None:
-            fp_fields = None
-        elif isinstance(fields_raw, str):
-            fp_fields = tuple(f.strip() for f in fields_raw.split(",") if f.strip())
-        elif isinstance(fields_raw, (list, tuple)) and all(isinstance(f, str) for f in fields_raw):
-            fp_fields = tuple(fields_raw)
-        else:
-            raise ConfigError(
-                f"FRESH_FINGERPRINT_FIELDS ({fields_raw!r}) must be None or a list of field names."
-            )
-        if fp_fields == ():
-            raise ConfigError("FRESH_FINGERPRINT_FIELDS ([]) names no field; use None for all.")
+        fp_fields = parse_fields(
+            _setting(settings, "FRESH_FINGERPRINT_FIELDS"), "FRESH_FINGERPRINT_FIELDS"
+        )
+        field_rules = parse_field_rules(
+            _setting(settings, "FRESH_FIELD_RULES"), "FRESH_FIELD_RULES"
+        )
         config = cls(
             enabled=_flag(settings, "FRESH_ENABLED"),
             store=store,
@@ -277,6 +273,7 @@ class FreshConfig:
             min_check_cost_ratio=_number(
                 settings, "FRESH_MIN_CHECK_COST_RATIO", low=0.0, low_open=True, high=1.0
             ),
+            length_probe=_flag(settings, "FRESH_LENGTH_PROBE"),
             length_probe_full_every=_integer(settings, "FRESH_LENGTH_PROBE_FULL_EVERY", low=0),
             default_refresh_secs=_number(
                 settings, "FRESH_DEFAULT_REFRESH_SECS", low=0.0, low_open=True
@@ -289,6 +286,7 @@ class FreshConfig:
             providers=_providers(settings),
             drop_unchanged_items=_flag(settings, "FRESH_DROP_UNCHANGED_ITEMS"),
             fingerprint_fields=fp_fields,
+            field_rules=field_rules,
             fingerprint_threshold_bits=_integer(
                 settings, "FRESH_FINGERPRINT_THRESHOLD_BITS", low=0, high=FINGERPRINT_BITS - 1
             ),

@@ -22,19 +22,26 @@ FRESH_CYCLE_LOOKAHEAD_SECS: float | None = None
 FRESH_CYCLE_MAX_WAIT_SECS = 60.0
 #: Refresh time of a new URL whose site has no history yet (Sharma & Dixit t_0).
 FRESH_DEFAULT_REFRESH_SECS = 86400.0
-#: Drop items whose content fingerprint did not change.
+#: Drop items whose counted fields did not change.
 FRESH_DROP_UNCHANGED_ITEMS = False
 #: Base wait after a failed visit (5xx, timeout, DNS); doubled per consecutive error.
 FRESH_ERROR_BACKOFF_SECS = 300.0
-#: Item fields fingerprinted; None means every text field of the item.
+#: Rules per item field: {"sidebar": {"ignore": [r"rendered in \d+ ms"]},
+#: "description": {"fuzzy_bits": 3}, "tracking": {"skip": True}}; other fields are exact.
+FRESH_FIELD_RULES: dict[str, dict[str, object]] = {}
+#: Item fields whose changes count; None means every field of the item.
 FRESH_FINGERPRINT_FIELDS = None
-#: Hamming distance (bits) above which two fingerprints count as a change.
+#: Pages judged by neither item fields nor a content digest (records from before them):
+#: simhash distance (bits) above which they count as changed.
 FRESH_FINGERPRINT_THRESHOLD_BITS = 3
 #: How many consecutive 404/410 answers make a page ``gone``.
 FRESH_GONE_CONFIRMATIONS = 2
-#: Pages without ETag or Last-Modified get a HEAD probe comparing Content-Length; every
-#: this-many-th visit downloads them in full anyway (a same-length edit shows in no header).
-#: 0 or 1: no length-only probes.
+#: Opt in to length probes: pages without ETag or Last-Modified get a HEAD request whose
+#: unchanged Content-Length stands for "unchanged" (a same-length edit is then missed until
+#: the next full download). Off: such pages are downloaded in full on every visit.
+FRESH_LENGTH_PROBE = False
+#: With FRESH_LENGTH_PROBE: every this-many-th visit of a length-probed page downloads it
+#: in full anyway (a same-length edit shows in no header). 0 or 1: no length-only probes.
 FRESH_LENGTH_PROBE_FULL_EVERY = 4
 #: Longest refresh time the self-adjusting rule may reach.
 FRESH_MAX_REFRESH_SECS = 30 * 86400.0

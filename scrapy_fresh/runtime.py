@@ -24,7 +24,6 @@ from scrapy.utils.project import data_path
 
 from scrapy_fresh.config import FreshConfig
 from scrapy_fresh.exceptions import ConfigError, StoreError
-from scrapy_fresh.fingerprint import changed as fingerprint_changed
 from scrapy_fresh.frontier.frontier import Stream
 from scrapy_fresh.frontier.revisit import Outcome, RevisitPolicy, record_visit
 from scrapy_fresh.frontier.scoring import ScoreParams
@@ -42,6 +41,7 @@ from scrapy_fresh.validators import (
     parse_http_date,
     usable_etag,
 )
+from scrapy_fresh.verdict import PageContent, Verdict, judge
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, MutableMapping
@@ -389,8 +389,10 @@ class FreshRuntime:
     ) -> tuple[Check, str | None, str | None]:
         """How the next visit of a page checks for a change (:meth:`HostChecks.plan` with
         :setting:`FRESH_CHECK` and what this run learned), and the ETag and Last-Modified
-        it can send: a malformed one, or an ETag that churns, is none. A HEAD probe that
-        could only compare the Content-Length becomes a full download every
+        it can send: a malformed one, or an ETag that churns, is none. Without
+        :setting:`FRESH_LENGTH_PROBE` (the default) a page with neither is downloaded in
+        full: its Content-Length is never the only evidence of "unchanged". With it, a
+        HEAD probe that could only compare the Content-Length becomes a full download every
         :setting:`FRESH_LENGTH_PROBE_FULL_EVERY` visits (``visits`` None: not decided
         here; with 0 or 1 never a length probe), then after gaps that double while the host
         never showed a change its length hid (:func:`~scrapy_fresh.validators.length_full_due`).
@@ -407,14 +409,15 @@ class FreshRuntime:
             if count_bad:
                 self.stat("fresh/bad_validator")
             last_modified = None
+        length_known = self.config.length_probe and content_length is not None
         plan = checks.plan(
             self.config.check,
             has_validators=bool(etag or last_modified),
-            has_head_validators=bool(etag or last_modified or content_length is not None),
+            has_head_validators=bool(etag or last_modified or length_known),
             page_ignores=key in self.ignored_pages,
             page_length_churns=key in self.length_churn_pages,
         )
-        every = self.config.length_probe_full_every
+        every = self.config.length_probe_full_every if self.config.length_probe else 0
         # The first fetch was a full download (fetch 0); the next is fetch ``visits + 1``.
         full_now = every <= 1 or (
             visits is not None and length_full_due(visits + 1, every, checks.length_full_doublings)
@@ -617,32 +620,50 @@ class FreshRuntime:
         headers: Mapping[str, str | None],
         content_length: int | None,
     ) -> Outcome | None:
-        """Record a downloaded page: new (first fetch), changed or unchanged by fingerprint.
+        """Record a downloaded page known only by its simhash: :meth:`record_content`
+        with ``PageContent(fingerprint)``; returns the outcome."""
+        verdict = self.record_content(
+            meta, PageContent(fingerprint), headers=headers, content_length=content_length
+        )
+        return None if verdict is None else verdict[0]
+
+    def record_content(
+        self,
+        meta: MutableMapping[str, Any],
+        content: PageContent,
+        *,
+        headers: Mapping[str, str | None],
+        content_length: int | None,
+    ) -> tuple[Outcome, Verdict] | None:
+        """Record a downloaded page: new (first fetch), changed or unchanged, by
+        :func:`~scrapy_fresh.verdict.judge` (item fields, content digest, or simhash).
 
         A sitemap or feed is also changed when it lists an update later than its previous
         visit (:attr:`listed_updates`), and so is a page whose spider declares such an
-        update (``meta["fresh_updates"]``): its dates are its content, and the fingerprint
-        makes every digit ``0``.
+        update (``meta["fresh_updates"]``): its dates are its content.
 
         Also stores the response's validators and learns from them: an ETag that changed
         while the content did not is per-response noise; an ETag that stayed while the
         content changed is a lie (the host is then fetched in full from now on).
+        Returns the outcome and the verdict (the changed fields of each item), or None if
+        there was nothing (more) to record.
         """
         begun = self._begin(meta)
         if begun is None:
             return None
         lease, state = begun
         now = self.clock()
-        old_fp, old_etag = state.fingerprint, state.etag
+        old_etag = state.etag
         listed = state.key in self.listed_updates or (
             state.last_crawl is not None and declared_update(meta, state.last_crawl, now)
         )
         self.listed_updates.discard(state.key)
-        text_changed = False
-        if state.last_crawl is None or old_fp is None:
+        verdict = judge(state, content, self.config.fingerprint_threshold_bits)
+        text_changed = verdict.changed and not verdict.new
+        if verdict.new:
             outcome = Outcome.NEW
-        elif fingerprint_changed(old_fp, fingerprint, self.config.fingerprint_threshold_bits):
-            outcome, text_changed = Outcome.CHANGED, True
+        elif verdict.changed:
+            outcome = Outcome.CHANGED
         elif listed:  # a sitemap or feed that lists an update we had not seen
             outcome = Outcome.CHANGED
             self.stat("fresh/changed_by_listing")
@@ -679,9 +700,11 @@ class FreshRuntime:
             modified_at = parse_http_date(last_modified)
             if modified_at is not None and modified_at <= now:
                 state.add_past_update(modified_at)
-        state.fingerprint = fingerprint
+        state.fingerprint = content.simhash
+        state.field_hashes = content.items or []
+        state.content_hash = content.digest
         state.etag = etag
         state.last_modified = last_modified.strip() if last_modified else None
         state.content_length = length if length is not None else content_length
         self._commit(meta, state, outcome, now)
-        return outcome
+        return outcome, verdict

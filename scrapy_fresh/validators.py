@@ -132,18 +132,24 @@ def head_verdict(
     headers: Mapping[str, str | None],
     *,
     trust_etag: bool = True,
+    trust_length: bool = True,
 ) -> bool | None:
     """Compare a HEAD answer's validators with the stored ones.
 
     Return True if one of them changed, False if at least one could be compared and
     none changed, None if nothing could be compared (the HEAD answer is useless).
-    ``headers`` maps lower-case header names to values.
+    ``headers`` maps lower-case header names to values. With ``trust_length`` False
+    (length probes not opted into, :setting:`FRESH_LENGTH_PROBE`) a moved
+    ``Content-Length`` still means changed, but an equal one is no evidence of
+    "unchanged": a same-length edit shows in no header.
 
     >>> head_verdict('"a"', None, 10, {"etag": '"a"', "content-length": "10"})
     False
     >>> head_verdict('"a"', None, 10, {"etag": '"b"'})
     True
     >>> head_verdict(None, None, None, {"etag": '"b"'}) is None
+    True
+    >>> head_verdict(None, None, 10, {"content-length": "10"}, trust_length=False) is None
     True
     """
     compared = False
@@ -167,7 +173,7 @@ def head_verdict(
     if content_length is not None and new_cl is not None:
         if new_cl != content_length:
             return True
-        compared = True
+        compared = compared or trust_length
     return False if compared else None
 
 

@@ -4,7 +4,7 @@
 
 * ``settings``: Scrapy settings (the test gives FRESH_SQLITE_PATH, ADDONS or components),
 * ``start``: a list of ``{"url": ..., "callback": "parse_item" | "parse_noitem" |
-  "parse_links", "errback": "on_error" (optional), "meta": {...}}`` start requests,
+  "parse_links" | "parse_product", "errback": "on_error" (optional), "meta": {...}}`` start requests,
 * ``clock_offset``: seconds added to the clock scrapy_fresh reads (a later cycle "days
   later" without waiting),
 * ``provider``: a ``fresh_provider`` spider attribute (optional),
@@ -76,6 +76,17 @@ class FreshTestSpider(Spider):
             "url": response.url,
             "title": response.css("title::text").get(""),
             "text": " ".join(response.css("article p::text").getall()),
+        }
+
+    def parse_product(self, response: Any) -> Any:
+        """A shop's product page (tests/test_crawl_shop.py): one item of its fields."""
+        yield {
+            "url": response.url,
+            "name": response.css("h1::text").get(""),
+            "price": response.css(".price::text").get(""),
+            "stock": response.css(".stock::text").get(""),
+            "description": " ".join(response.css(".description p::text").getall()),
+            "sidebar": " ".join(response.css("aside ::text").getall()),
         }
 
     def parse_noitem(self, response: Any) -> Any:

@@ -104,6 +104,8 @@ def full_page(n: int | str = "full") -> PageState:
             "meta": {"depth": 2, "tags": ["a", "ü"], "ratio": 0.5, "flag": True, "none": None},
             "priority": -3,
         },
+        field_hashes=[{"name": 1, "price": (1 << 64) - 1, "stock": 1 << 63}, {}, {"ü": 0}],
+        content_hash=(1 << 63) + 5,
     )
 
 
@@ -174,8 +176,16 @@ class StoreContract:
             {"first_seen": 0.0, "next_due": 0.0, "refresh_secs": 0.0, "p_l": 0.0, "p_g": 0.0},
             {"next_due": math.inf, "first_seen": -1.5, "refresh_secs": 1e-300},
             {"host": "", "request": {}, "past_updates": [], "future_updates": []},
+            {"content_hash": 0, "field_hashes": [{}]},
         ],
-        ids=["zero-times", "zero-validators", "zero-floats", "extreme-floats", "empty"],
+        ids=[
+            "zero-times",
+            "zero-validators",
+            "zero-floats",
+            "extreme-floats",
+            "empty",
+            "zero-hashes",
+        ],
     )
     def test_none_and_zero_are_different(self, store: StateStore, fields: dict[str, Any]) -> None:
         state = page(2, **fields)
@@ -193,6 +203,8 @@ class StoreContract:
         assert got.fingerprint is None
         assert got.etag is None
         assert got.change_rate is None
+        assert got.content_hash is None
+        assert got.field_hashes == []
 
     @pytest.mark.parametrize(
         "fingerprint", [0, 1, (1 << 63) - 1, 1 << 63, (1 << 63) + 1, (1 << 64) - 1]
@@ -205,6 +217,25 @@ class StoreContract:
         assert got.fingerprint == fingerprint
         assert store.get_many([state.key])[state.key].fingerprint == fingerprint
         assert next(iter(store.iterate())).fingerprint == fingerprint
+
+    @pytest.mark.parametrize("value", [0, 1, (1 << 63) - 1, 1 << 63, (1 << 64) - 1])
+    def test_verdict_hashes_are_unsigned_64_bit_and_copied(
+        self, store: StateStore, value: int
+    ) -> None:
+        state = page(4, content_hash=value, field_hashes=[{"price": value, "stock": 1}, {}])
+        store.put(state)
+        state.field_hashes[0]["price"] = 7  # the store kept its own copy
+        got = store.get(state.key)
+        assert got is not None
+        assert (got.content_hash, got.field_hashes) == (value, [{"price": value, "stock": 1}, {}])
+        got.field_hashes[0]["stock"] = 2
+        got.field_hashes.append({"x": 3})
+        for read in (store.get(state.key), store.get_many([state.key])[state.key],
+                     next(iter(store.iterate()))):  # fmt: skip
+            assert read is not None
+            assert (read.content_hash, read.field_hashes) == (
+                value, [{"price": value, "stock": 1}, {}]
+            )  # fmt: skip
 
     @pytest.mark.parametrize(
         "url",
@@ -277,6 +308,11 @@ class StoreContract:
             ("change_rate", math.nan, ValueError),
             ("fingerprint", -1, ValueError),
             ("fingerprint", 1 << 64, ValueError),
+            ("content_hash", -1, ValueError),
+            ("content_hash", 1 << 64, ValueError),
+            ("field_hashes", [{"price": 1 << 64}], TypeError),
+            ("field_hashes", [{"price": "1"}], TypeError),
+            ("field_hashes", {"price": 1}, TypeError),
             ("change_bucket", 256, ValueError),
             ("status", "bogus", ValueError),
             ("provider", "bogus", ValueError),
@@ -741,6 +777,13 @@ def _pages(draw: st.DrawFn) -> PageState:
         past_updates=draw(st.lists(_times, max_size=MAX_PAST_UPDATES + 2)),
         future_updates=draw(st.lists(st.tuples(_times, st.floats(0, 1)), max_size=3)),
         request=draw(st.dictionaries(st.text(max_size=6), _json, max_size=3)),
+        field_hashes=draw(
+            st.lists(
+                st.dictionaries(st.text(max_size=6), st.integers(0, (1 << 64) - 1), max_size=3),
+                max_size=3,
+            )
+        ),
+        content_hash=draw(st.none() | st.integers(0, (1 << 64) - 1)),
     )
 
 

@@ -97,11 +97,18 @@ def test_pages_that_must_be_downloaded_to_be_checked_keep_the_papers_rule(page):
 
 
 def test_a_page_checked_by_its_length_costs_the_mean_of_probes_and_full_downloads(page):
-    h, _ = page(content_length=10_000)  # no ETag, no Last-Modified: length probes
+    # no ETag, no Last-Modified: length probes, when opted into
+    h, _ = page({"FRESH_LENGTH_PROBE": True}, content_length=10_000)
     h.runtime.hosts["a.example"] = HostChecks(check_bytes=150, check_full_bytes=10_150)
     # three HEAD probes at the floor (0.05), then one full download, in every four visits
     assert h.runtime.check_cost(h.state(URL)) == pytest.approx((3 * 0.05 + 1.0) / 4)
     h.runtime.length_churn_pages.add(h.state(URL).key)  # its length moves on its own
+    assert h.runtime.check_cost(h.state(URL)) == 1.0
+
+
+def test_without_length_probes_a_page_without_validators_costs_a_download(page):
+    h, _ = page(content_length=10_000)  # the default: its length is no evidence
+    h.runtime.hosts["a.example"] = HostChecks(check_bytes=150, check_full_bytes=10_150)
     assert h.runtime.check_cost(h.state(URL)) == 1.0
 
 

@@ -64,6 +64,7 @@ def runs(
             "settings": {
                 "ADDONS": {"scrapy_fresh.Addon": 0},
                 "FRESH_SQLITE_PATH": str(db),
+                "FRESH_LENGTH_PROBE": True,
                 "FRESH_LENGTH_PROBE_FULL_EVERY": 4,
                 "FRESH_PROVIDER_AUTODETECT": False,
             },

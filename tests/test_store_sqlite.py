@@ -11,6 +11,7 @@ import pytest
 
 import scrapy_fresh.store.sqlite as sqlite_module
 from scrapy_fresh.exceptions import SchemaVersionError, StoreError
+from scrapy_fresh.keys import url_key
 from scrapy_fresh.store.base import PageState, SiteState, Status
 from scrapy_fresh.store.sqlite import APPLICATION_ID, SCHEMA_VERSION, SQLiteStore
 from tests.store_contract import StoreContract, full_page, page
@@ -375,7 +376,13 @@ def test_version_1_file_is_migrated_and_keeps_its_sites(tmp_path: Path) -> None:
         store.put(page(1))
         store.put_site(SiteState("example.com", visits=4, p_c=0.5))
     conn = raw(path)  # make it a version 1 file: sites without the checks column
-    conn.execute("ALTER TABLE sites DROP COLUMN checks")
+    conn.execute("DROP VIEW pages_view")  # (and pages without the columns of version 3)
+    for table, column in (
+        ("sites", "checks"),
+        ("pages", "field_hashes"),
+        ("pages", "content_hash"),
+    ):
+        conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
     conn.execute("PRAGMA user_version = 1")
     conn.commit()
     conn.close()
@@ -387,5 +394,42 @@ def test_version_1_file_is_migrated_and_keeps_its_sites(tmp_path: Path) -> None:
         assert store.get_site("example.com").checks == {"ignored": 2}  # type: ignore[union-attr]
         assert len(store) == 1
     conn = raw(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+    conn.close()
+
+
+#: A version 2 store written by scrapy_fresh before version 3 (the commit before it, from
+#: /work/main at 3e82b7c): two pages of shop.example (one visited) and its site record.
+V2_FILE = Path(__file__).parent / "data" / "store-v2.sqlite"
+
+
+def test_version_2_file_written_by_the_previous_code_is_migrated(tmp_path: Path) -> None:
+    path = tmp_path / "fresh.sqlite"
+    path.write_bytes(V2_FILE.read_bytes())
+    conn = raw(path)
     assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+    conn.close()
+    key = url_key("https://shop.example/p/1")
+    with SQLiteStore(path) as store:
+        got = store.get(key)
+        assert got is not None
+        assert (got.visits, got.last_crawl, got.fingerprint, got.etag, got.content_length) == (
+            3, 1_700_086_400.5, (1 << 64) - 1, 'W/"v1"', 5120
+        )  # fmt: skip
+        assert got.request == {"callback": "parse_product", "priority": 2}
+        assert (got.field_hashes, got.content_hash) == ([], None)  # nothing known yet
+        assert len(store) == 2
+        assert store.get_site("shop.example").checks == {"not_modified": 2}  # type: ignore[union-attr]
+        got.visits, got.last_crawl = 4, 1_700_100_000.0
+        got.field_hashes = [{"price": (1 << 64) - 1, "stock": 5}]
+        got.content_hash = 1 << 63
+        store.put(got)
+    with SQLiteStore(path) as store:  # and the new fields are kept
+        again = store.get(key)
+        assert again == got
+        assert [s.url for s in store.due(1_700_100_000.0, 10)] == ["https://shop.example/p/2"]
+    conn = raw(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+    view = conn.execute("SELECT field_hashes, content_hash FROM pages_view WHERE visits = 4")
+    assert view.fetchone() == ('[{"price":18446744073709551615,"stock":5}]', "8000000000000000")
     conn.close()

@@ -6,9 +6,10 @@ import scrapy
 
 
 class Article(scrapy.Item):
-    """A page's content. scrapy_fresh fingerprints ``title``, ``body`` and ``date``
-    (FRESH_FINGERPRINT_FIELDS) and sets ``fresh_changed``: True for a new or changed
-    page, False for an unchanged one."""
+    """A page's content. scrapy_fresh compares ``title``, ``body`` and ``date`` exactly
+    (FRESH_FINGERPRINT_FIELDS) and sets ``fresh_changed`` (True for a new or changed
+    item, False for an unchanged one) and ``fresh_changed_fields`` (the fields that
+    changed)."""
 
     url = scrapy.Field()
     section = scrapy.Field()
@@ -16,3 +17,4 @@ class Article(scrapy.Item):
     body = scrapy.Field()
     date = scrapy.Field()
     fresh_changed = scrapy.Field()
+    fresh_changed_fields = scrapy.Field()

@@ -63,9 +63,11 @@ FRESH_PC_LOWER = 0.3
 FRESH_PC_UPPER = 0.7
 # Old visits fade: after this many visits one counts half in p_c.
 FRESH_PC_HALF_LIFE_VISITS = 10.0
-# Judge a page by these item fields only: the footer's timestamp or ad is not a change.
+# Judge a page by these item fields only, each compared exactly (digits kept): the
+# footer's timestamp or ad is not a change.
 FRESH_FINGERPRINT_FIELDS = ["title", "body", "date"]
-# Fingerprints further apart than this many bits (of 64) mean a real change.
+# Pages without items (the indexes) are judged by their simhash: further apart than this
+# many bits (of 64) means a real change.
 FRESH_FINGERPRINT_THRESHOLD_BITS = 3
 # Keep the items of unchanged pages (they get fresh_changed = False); True drops them.
 FRESH_DROP_UNCHANGED_ITEMS = False

@@ -210,7 +210,7 @@ def _time(raw: bytes | str) -> float | None:
 _VISIT_FIELDS = frozenset(
     {"first_seen", "last_crawl", "refresh_secs", "p_l", "p_g", "visits", "changes", "p_c",
      "change_bucket", "change_rate", "errors", "fingerprint", "etag", "last_modified",
-     "content_length"}
+     "content_length", "field_hashes", "content_hash"}
 )  # fmt: skip
 #: Fields a merge never takes from the writer: identity and lease.
 _OWN_FIELDS = frozenset({"key", "url", "host", "doc_id", "status", "in_flight_since"})

@@ -50,7 +50,7 @@ _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 _U64 = 1 << 64
 _main = attrgetter(
     "key", "url", "host", "status", "provider", "fingerprint", "change_bucket",
-    "content_length", "request",
+    "content_length", "request", "content_hash", "field_hashes",
 )  # fmt: skip
 _ints = attrgetter("doc_id", "visits", "changes", "errors", "access_count")
 _floats = attrgetter(*_FLOAT_FIELDS)
@@ -89,7 +89,9 @@ def check_state(state: PageState) -> None:
     rejects integers beyond 64 bits and NaN times and rates (SQLite stores NaN as NULL).
     """
     # One quick pass for the usual, valid record; _explain() finds what is wrong.
-    key, url, host, status, provider, fp, bucket, content_length, request = _main(state)
+    key, url, host, status, provider, fp, bucket, content_length, request, digest, items = _main(
+        state
+    )
     if not (
         isinstance(key, str)
         and _KEY_RE.fullmatch(key) is not None
@@ -101,8 +103,12 @@ def check_state(state: PageState) -> None:
         and 0 <= bucket <= 255
         and (content_length is None or _I64_MIN <= content_length <= _I64_MAX)
         and isinstance(request, dict)
+        and (digest is None or 0 <= digest < _U64)
+        and type(items) is list
     ):
         _explain(state)
+    if items:
+        _check_field_hashes(state)
     doc_id, *counts = _ints(state)
     if not 0 <= doc_id <= _I64_MAX:
         _explain(state)
@@ -135,6 +141,12 @@ def _explain(state: PageState) -> None:
         raise ValueError(
             f"fingerprint ({fp!r}) of {state.key} must be an unsigned 64-bit integer."
         )
+    digest = state.content_hash
+    if digest is not None and not 0 <= digest < _U64:
+        raise ValueError(
+            f"content_hash ({digest!r}) of {state.key} must be an unsigned 64-bit integer."
+        )
+    _check_field_hashes(state)
     if not 0 <= state.change_bucket <= 255:
         raise ValueError(
             f"change_bucket ({state.change_bucket!r}) of {state.key} must fit in one byte (0..255)."
@@ -156,6 +168,19 @@ def _explain(state: PageState) -> None:
     if not isinstance(state.request, dict):
         raise TypeError(
             f"request of {state.key} is a {type(state.request).__name__}; expected a dict."
+        )
+
+
+def _check_field_hashes(state: PageState) -> None:
+    items = state.field_hashes
+    if type(items) is not list or not all(
+        type(hashes) is dict
+        and all(type(k) is str and type(v) is int and 0 <= v < _U64 for k, v in hashes.items())
+        for hashes in items
+    ):
+        raise TypeError(
+            f"field_hashes of {state.key} must be a list of dicts of field name (str) -> "
+            "unsigned 64-bit hash (int)."
         )
 
 

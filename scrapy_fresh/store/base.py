@@ -81,7 +81,8 @@ class PageState:
 
     ``key`` is :func:`scrapy_fresh.keys.url_key` of the URL (Scrapy's request
     fingerprint). Times are Unix seconds (floats). ``fingerprint`` is an unsigned
-    64-bit simhash (:mod:`scrapy_fresh.fingerprint`). ``request`` holds what is needed
+    64-bit simhash (:mod:`scrapy_fresh.fingerprint`); ``field_hashes`` and
+    ``content_hash`` are what the change verdict compares (:mod:`scrapy_fresh.verdict`). ``request`` holds what is needed
     to rebuild the request (``url``, ``method``, ``callback`` name, a JSON-safe
     ``meta`` subset, ``priority``) as plain JSON data.
     """
@@ -113,6 +114,14 @@ class PageState:
     past_updates: list[float] = field(default_factory=list)
     future_updates: list[tuple[float, float]] = field(default_factory=list)
     request: dict[str, Any] = field(default_factory=dict)
+    #: Per item the page yielded at its last visit, in order: the 64-bit hash of each
+    #: counted field (:func:`scrapy_fresh.itemfields.item_hashes`). Empty for a page
+    #: judged without items.
+    field_hashes: list[dict[str, int]] = field(default_factory=list)
+    #: Exact 64-bit digest of the page's normalised main content at its last visit, for
+    #: pages judged without items (:class:`scrapy_fresh.verdict.PageContent`); None if
+    #: the page was not judged by a digest.
+    content_hash: int | None = None
 
     # SQLiteStore rebuilds records it checked and normalised itself without calling
     # __init__ (sqlite._decode): keep __post_init__ to checks and normalisation.
@@ -126,6 +135,10 @@ class PageState:
         if self.fingerprint is not None and not 0 <= self.fingerprint < 1 << 64:
             raise ValueError(
                 f"fingerprint ({self.fingerprint!r}) must be an unsigned 64-bit integer."
+            )
+        if self.content_hash is not None and not 0 <= self.content_hash < 1 << 64:
+            raise ValueError(
+                f"content_hash ({self.content_hash!r}) must be an unsigned 64-bit integer."
             )
         self.past_updates = _bounded_past(self.past_updates)
         self.future_updates = _bounded_future(self.future_updates)
@@ -160,6 +173,8 @@ class PageState:
         kwargs = {k: v for k, v in data.items() if k in names}
         if "future_updates" in kwargs:
             kwargs["future_updates"] = [(t, p) for t, p in kwargs["future_updates"]]
+        if "field_hashes" in kwargs:
+            kwargs["field_hashes"] = [dict(h) for h in kwargs["field_hashes"]]
         return cls(**kwargs)
 
 

@@ -41,7 +41,11 @@ def _copy_site(site: SiteState) -> SiteState:
 
 def _copy(state: PageState) -> PageState:
     # replace() runs __post_init__, which builds new past/future lists.
-    return replace(state, request=copy_json(state.request))
+    return replace(
+        state,
+        request=copy_json(state.request),
+        field_hashes=[dict(hashes) for hashes in state.field_hashes],
+    )
 
 
 class MemoryStore(ClosingStore):

@@ -85,6 +85,7 @@ _SHORT = {
     "p_c": "pc", "change_bucket": "cb", "change_rate": "cr", "errors": "e",
     "fingerprint": "fp", "etag": "et", "last_modified": "lm", "content_length": "cl",
     "access_count": "ac", "past_updates": "pu", "future_updates": "fu", "request": "rq",
+    "field_hashes": "fh", "content_hash": "ch",
 }  # fmt: skip
 _LONG = {short: name for name, short in _SHORT.items()}
 _DEFAULTS: dict[str, Any] = {}
@@ -93,7 +94,8 @@ for _f in fields(PageState):
         _factory: Any = _f.default_factory
         _DEFAULTS[_f.name] = _f.default if _f.default is not MISSING else _factory()
 _SCALAR_DEFAULTS = [(n, _SHORT[n], d, type(d)) for n, d in _DEFAULTS.items() if n not in
-                    ("provider", "past_updates", "future_updates", "request")]  # fmt: skip
+                    ("provider", "past_updates", "future_updates", "request",
+                     "field_hashes")]  # fmt: skip
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
 _loads = json.loads
@@ -140,6 +142,8 @@ def encode_record(state: PageState, priority: float) -> tuple[bytes | str, ...]:
         body["pu"] = _bounded_past(state.past_updates)
     if state.future_updates:
         body["fu"] = _bounded_future(state.future_updates)
+    if state.field_hashes:
+        body["fh"] = state.field_hashes
     request = state.request
     if request:
         if request.get("url") == state.url:  # request_info() keeps the URL: keep it once
@@ -189,6 +193,7 @@ def decode_record(key: bytes, value: bytes) -> PageState:
     attrs["past_updates"] = []
     attrs["future_updates"] = []
     attrs["request"] = {}
+    attrs["field_hashes"] = []
     url_once = data.pop("ru", None)
     for short, item in data.items():
         attrs[_LONG[short]] = item

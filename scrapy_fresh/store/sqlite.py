@@ -56,7 +56,7 @@ logger = logging.getLogger(__name__)
 #: ``PRAGMA application_id`` of a scrapy_fresh store file ("FRSH").
 APPLICATION_ID = 0x46525348
 #: ``PRAGMA user_version`` of the files this code writes and reads.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 #: Integer codes of :class:`~scrapy_fresh.store.base.Status` in the ``status`` column.
 STATUS_CODES: dict[Status, int] = {
@@ -106,6 +106,8 @@ _PAGE_COLUMNS = (
     "past_updates",
     "future_updates",
     "request",
+    "field_hashes",
+    "content_hash",
 )
 _SELECT_PAGES = f"SELECT {', '.join(_PAGE_COLUMNS)} FROM pages"
 _INSERT_PAGES = (
@@ -155,7 +157,9 @@ _SCHEMA = (
         access_count INTEGER NOT NULL,
         past_updates TEXT,
         future_updates TEXT,
-        request TEXT
+        request TEXT,
+        field_hashes TEXT,
+        content_hash INTEGER
     )""",
     # due(): the most urgent queued/idle records, in (next_due, key) order, read
     # straight off the index (key included so that ties need no sort).
@@ -198,7 +202,8 @@ _SCHEMA = (
         datetime(in_flight_since, 'unixepoch') AS in_flight_since,
         refresh_secs, p_l, p_g, visits, changes, p_c, change_bucket, change_rate, errors,
         printf('%016x', fingerprint) AS fingerprint, etag, last_modified, content_length,
-        access_count, past_updates, future_updates, request
+        access_count, past_updates, future_updates, request, field_hashes,
+        printf('%016x', content_hash) AS content_hash
     FROM pages JOIN hosts USING (host_id)""",
 )
 
@@ -206,6 +211,14 @@ _SCHEMA = (
 _MIGRATIONS: dict[int, tuple[str, ...]] = {
     # 2: sites keep what was learned about the host's validators (SiteState.checks).
     1: ("ALTER TABLE sites ADD COLUMN checks TEXT",),
+    # 3: pages keep what the change verdict compares: per-item field hashes and the
+    # exact content digest (scrapy_fresh.verdict); the view shows them.
+    2: (
+        "ALTER TABLE pages ADD COLUMN field_hashes TEXT",
+        "ALTER TABLE pages ADD COLUMN content_hash INTEGER",
+        "DROP VIEW IF EXISTS pages_view",
+        _SCHEMA[-1],
+    ),
 }
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
@@ -546,7 +559,7 @@ class SQLiteStore(ClosingStore):
 
     def _encode(self, conn: sqlite3.Connection, s: PageState) -> tuple[Any, ...]:
         check_state(s)
-        fp = s.fingerprint
+        fp, digest = s.fingerprint, s.content_hash
         # Normalised as PageState() does, so that _decode can skip its __init__.
         past = _bounded_past(s.past_updates) if s.past_updates else None
         future = _bounded_future(s.future_updates) if s.future_updates else None
@@ -579,13 +592,15 @@ class SQLiteStore(ClosingStore):
             _dumps(past) if past else None,
             _dumps(future) if future else None,
             _dumps(s.request) if s.request else None,
+            _dumps(s.field_hashes) if s.field_hashes else None,
+            digest - _U64 if digest is not None and digest > _I64_MAX else digest,
         )
 
     def _decode(self, conn: sqlite3.Connection, row: tuple[Any, ...]) -> PageState:
         (key, url, host_id, doc_id, status, provider, first_seen, last_crawl, next_due,
          in_flight_since, refresh_secs, p_l, p_g, visits, changes, p_c, change_bucket,
          change_rate, errors, fp, etag, last_modified, content_length, access_count,
-         past, future, request) = row  # fmt: skip
+         past, future, request, items, digest) = row  # fmt: skip
         host = self._host_names.get(host_id)
         # Rows were checked and normalised by _encode, so the record is built without
         # PageState.__init__ (its checks and sorting took 60% of due()).
@@ -618,6 +633,8 @@ class SQLiteStore(ClosingStore):
             past_updates=_raw_decode(past)[0] if past else [],
             future_updates=[(t, p) for t, p in _raw_decode(future)[0]] if future else [],
             request=_raw_decode(request)[0] if request else {},
+            field_hashes=_raw_decode(items)[0] if items else [],
+            content_hash=digest + _U64 if digest is not None and digest < 0 else digest,
         )
         return state
 

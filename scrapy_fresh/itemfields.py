@@ -1,0 +1,324 @@
+"""Item fields judged one by one: exact hashes of normalised values, rules per field.
+
+A page that yields items is judged by the fields of those items (see
+:doc:`/topics/fingerprint`, "Items: exact per field"). Each counted field of each item
+gets one 64-bit hash:
+
+* its value normalised: a string has the matches of the field's ``ignore`` patterns
+  replaced by a space, then every run of whitespace made one space and the ends
+  stripped -- case, punctuation and **digits are kept**; a number, a bool or any other
+  scalar is its ``str()``; a list or a dict is the JSON of its normalised members
+  (dict keys sorted); ``None`` and missing fields are not counted;
+* hashed with 64-bit BLAKE2b (:func:`value_hash`): two values have the same hash
+  exactly when their normalised texts are equal (up to a 2**-64 collision).
+
+A field marked fuzzy (``fuzzy_bits``) gets the 64-bit simhash of its normalised text
+instead (:func:`~scrapy_fresh.fingerprint.fingerprint_text`, digits kept) and counts
+as changed when more than ``fuzzy_bits`` bits differ: a threshold the user opts into
+for one long text field, never a default.
+
+The rules come from :setting:`FRESH_FINGERPRINT_FIELDS` and :setting:`FRESH_FIELD_RULES`,
+the spider attributes ``fresh_fingerprint_fields`` and ``fresh_field_rules``, and the
+request meta keys of the same names (:func:`merge_rules`). Standard library and
+:mod:`scrapy_fresh.fingerprint` only: no Scrapy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from scrapy_fresh.exceptions import ConfigError
+from scrapy_fresh.fingerprint import fingerprint_text, hamming
+
+__all__ = [
+    "FIELD_PREFIX",
+    "FieldRule",
+    "FieldRules",
+    "changed_fields",
+    "item_hashes",
+    "merge_rules",
+    "normalise_value",
+    "parse_field_rules",
+    "parse_fields",
+    "value_hash",
+]
+
+#: Item fields whose name starts with this are scrapy_fresh's own and never counted.
+FIELD_PREFIX: Final = "fresh_"
+#: Highest ``fuzzy_bits``: a simhash has 64 bits, and 64 would never see a change.
+MAX_FUZZY_BITS: Final = 63
+_RULE_KEYS: Final = ("fuzzy_bits", "ignore", "skip")
+
+
+@dataclass(frozen=True)
+class FieldRule:
+    """How one item field is compared.
+
+    :param ignore: patterns whose matches are not content (a render time, a counter):
+        replaced by a space before the value is normalised and hashed.
+    :param fuzzy_bits: None (the default): the field is compared exactly. A number of
+        bits: the field is compared by the simhash of its text and changed when more
+        than this many bits differ (for a long text whose small edits do not matter).
+    :param skip: the field is not counted at all.
+    """
+
+    ignore: tuple[re.Pattern[str], ...] = ()
+    fuzzy_bits: int | None = None
+    skip: bool = False
+
+
+#: Rules by field name; fields without a rule are compared exactly.
+FieldRules = Mapping[str, FieldRule]
+_EXACT: Final = FieldRule()
+
+
+def parse_fields(value: Any, where: str) -> tuple[str, ...] | None:
+    """The field names of :setting:`FRESH_FINGERPRINT_FIELDS` (or of the spider
+    attribute or meta key ``where`` names): None for every field.
+
+    >>> parse_fields("name, price", "FRESH_FINGERPRINT_FIELDS")
+    ('name', 'price')
+    >>> parse_fields(None, "FRESH_FINGERPRINT_FIELDS") is None
+    True
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        names = tuple(f.strip() for f in value.split(",") if f.strip())
+    elif isinstance(value, (list, tuple)) and all(isinstance(f, str) for f in value):
+        names = tuple(value)
+    else:
+        raise ConfigError(
+            f"{where} ({value!r}) must be None (every field) or a list of field names."
+        )
+    if not names:
+        raise ConfigError(f"{where} ({value!r}) names no field; use None for every field.")
+    return names
+
+
+def _patterns(value: Any, where: str) -> tuple[re.Pattern[str], ...]:
+    items = [value] if isinstance(value, (str, re.Pattern)) else value
+    if not isinstance(items, (list, tuple)):
+        raise ConfigError(
+            f"{where} ({value!r}) must be a regular expression or a list of them, "
+            r"e.g. [r'rendered in \d+ ms']."
+        )
+    out: list[re.Pattern[str]] = []
+    for item in items:
+        if isinstance(item, re.Pattern):
+            if not isinstance(item.pattern, str):
+                raise ConfigError(f"{where} holds a bytes pattern ({item!r}); use str patterns.")
+            out.append(item)
+            continue
+        if not isinstance(item, str) or not item:
+            raise ConfigError(f"{where} holds {item!r}; expected a non-empty regular expression.")
+        try:
+            out.append(re.compile(item))
+        except re.error as exc:
+            raise ConfigError(
+                f"{where} holds {item!r}, not a valid regular expression: {exc}."
+            ) from None
+    return tuple(out)
+
+
+def _rule(value: Any, where: str) -> FieldRule:
+    if not isinstance(value, Mapping):
+        raise ConfigError(
+            f"{where} ({value!r}) must be a dict with some of the keys "
+            f"{', '.join(_RULE_KEYS)}, e.g. {{'fuzzy_bits': 3}}."
+        )
+    unknown = [k for k in value if k not in _RULE_KEYS]
+    if unknown:
+        raise ConfigError(
+            f"{where} has unknown key(s) {', '.join(map(repr, unknown))}; expected "
+            f"{', '.join(_RULE_KEYS)}."
+        )
+    bits = value.get("fuzzy_bits")
+    if bits is not None and (
+        isinstance(bits, bool) or not isinstance(bits, int) or not 0 <= bits <= MAX_FUZZY_BITS
+    ):
+        raise ConfigError(
+            f"{where}['fuzzy_bits'] ({bits!r}) must be None (exact) or a whole number of bits "
+            f"from 0 to {MAX_FUZZY_BITS}."
+        )
+    skip = value.get("skip", False)
+    if not isinstance(skip, bool):
+        raise ConfigError(f"{where}['skip'] ({skip!r}) must be True or False.")
+    ignore = _patterns(value.get("ignore", ()), f"{where}['ignore']")
+    return FieldRule(ignore=ignore, fuzzy_bits=bits, skip=skip)
+
+
+def parse_field_rules(value: Any, where: str) -> dict[str, FieldRule]:
+    """Validate field rules (:setting:`FRESH_FIELD_RULES`, a spider's ``fresh_field_rules``
+    or a request's ``meta["fresh_field_rules"]``; ``where`` names the source in errors).
+
+    >>> rules = parse_field_rules(
+    ...     {"description": {"fuzzy_bits": 3}, "sidebar": {"ignore": r"rendered in \\d+ ms"}},
+    ...     "FRESH_FIELD_RULES")
+    >>> rules["description"].fuzzy_bits, rules["sidebar"].ignore[0].pattern
+    (3, 'rendered in \\\\d+ ms')
+    >>> parse_field_rules({"price": {"fuzzy": 1}}, "FRESH_FIELD_RULES")
+    Traceback (most recent call last):
+    ...
+    scrapy_fresh.exceptions.ConfigError: FRESH_FIELD_RULES['price'] has unknown key(s) 'fuzzy'; expected fuzzy_bits, ignore, skip.
+    """
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(
+            f"{where} ({value!r}) must be a dict of field name -> rule, e.g. "
+            "{'sidebar': {'ignore': [r'rendered in \\d+ ms']}, 'description': {'fuzzy_bits': 3}}."
+        )
+    rules: dict[str, FieldRule] = {}
+    for name, rule in value.items():
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"{where} has a bad field name {name!r}; expected a str.")
+        rules[name] = _rule(rule, f"{where}[{name!r}]")
+    return rules
+
+
+def merge_rules(*layers: FieldRules) -> dict[str, FieldRule]:
+    """Rules of several sources, later layers winning field by field (setting, then
+    spider attribute, then request meta).
+
+    >>> merged = merge_rules({"a": FieldRule(skip=True), "b": FieldRule(fuzzy_bits=2)},
+    ...                      {"b": FieldRule()})
+    >>> merged["a"].skip, merged["b"].fuzzy_bits
+    (True, None)
+    """
+    merged: dict[str, FieldRule] = {}
+    for layer in layers:
+        merged.update(layer)
+    return merged
+
+
+def _text(value: str, rule: FieldRule) -> str:
+    for pattern in rule.ignore:
+        value = pattern.sub(" ", value)
+    return " ".join(value.split())
+
+
+def _plain(value: Any, rule: FieldRule) -> Any:
+    """JSON-able form of a value, its strings normalised."""
+    if isinstance(value, str):
+        return _text(value, rule)
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v, rule) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        members = [_plain(v, rule) for v in value]
+        if isinstance(value, (set, frozenset)):
+            members.sort(key=repr)
+        return members
+    return _text(str(value), rule)
+
+
+def normalise_value(value: Any, rule: FieldRule = _EXACT) -> str | None:
+    """The text of a field value that is compared; None for a value that is not counted.
+
+    >>> normalise_value("  19   available\\n")
+    '19 available'
+    >>> normalise_value(51.77), normalise_value(True), normalise_value(None)
+    ('51.77', 'True', None)
+    >>> normalise_value(["a  b", 3])
+    '["a b",3]'
+    >>> rule = FieldRule(ignore=(re.compile(r"rendered in \\d+ ms"),))
+    >>> normalise_value("Cart (2) -- rendered in 38 ms", rule)
+    'Cart (2) --'
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return _text(value, rule)
+    if isinstance(value, (Mapping, list, tuple, set, frozenset)):
+        return json.dumps(
+            _plain(value, rule), ensure_ascii=False, sort_keys=True, separators=(",", ":")
+        )
+    return _text(str(value), rule)
+
+
+def value_hash(text: str) -> int:
+    """64-bit BLAKE2b of a normalised value, as an unsigned int.
+
+    >>> value_hash("51.77") == value_hash("52.77")
+    False
+    >>> 0 <= value_hash("") < 2**64
+    True
+    """
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "big")
+
+
+def item_hashes(
+    item: Mapping[str, Any], fields: tuple[str, ...] | None, rules: FieldRules
+) -> dict[str, int]:
+    """The hash of each counted field of one item (given as a mapping, e.g. an ItemAdapter).
+
+    A field counts when ``fields`` is None or names it, its name does not start with
+    ``fresh_``, its rule does not skip it and its value is not None. Fuzzy fields get
+    the simhash of their text (digits kept), the others :func:`value_hash`.
+
+    >>> h = item_hashes({"name": "Mug", "price": "51.77", "fresh_changed": True}, None, {})
+    >>> sorted(h)
+    ['name', 'price']
+    """
+    out: dict[str, int] = {}
+    for name, value in item.items():
+        if not isinstance(name, str) or name.startswith(FIELD_PREFIX):
+            continue
+        if fields is not None and name not in fields:
+            continue
+        rule = rules.get(name, _EXACT)
+        if rule.skip:
+            continue
+        text = normalise_value(value, rule)
+        if text is None:
+            continue
+        if rule.fuzzy_bits is None:
+            out[name] = value_hash(text)
+        else:
+            out[name] = fingerprint_text(text, normalize_digits=False)
+    return out
+
+
+def changed_fields(
+    old: Mapping[str, int],
+    new: Mapping[str, int],
+    fields: tuple[str, ...] | None,
+    rules: FieldRules,
+) -> list[str]:
+    """Names of the fields of one item that changed between two visits.
+
+    In the new item's order, then fields that disappeared. A field present in only one
+    of them changed (it appeared or went away) -- unless it is not counted any more
+    (``fields`` or a ``skip`` rule): narrowing the rules reports nothing, widening them
+    reports the added fields once. A fuzzy field changed when its simhashes differ in
+    more than its ``fuzzy_bits``; the others when their hashes differ.
+
+    >>> changed_fields({"price": 1, "stock": 2}, {"price": 3, "stock": 2}, None, {})
+    ['price']
+    >>> changed_fields({"price": 1, "old": 2}, {"price": 1}, ("price",), {})
+    []
+    """
+    out: list[str] = []
+    for name, value in new.items():
+        before = old.get(name)
+        if before is None:
+            out.append(name)
+            continue
+        bits = rules.get(name, _EXACT).fuzzy_bits
+        if (before != value) if bits is None else hamming(before, value) > bits:
+            out.append(name)
+    for name in old:
+        if name in new:
+            continue
+        if (fields is not None and name not in fields) or rules.get(name, _EXACT).skip:
+            continue
+        out.append(name)
+    return out

@@ -1,0 +1,110 @@
+"""The change verdict of a downloaded page: what it shows (:class:`PageContent`) against
+what its record remembers (:class:`~scrapy_fresh.store.base.PageState`).
+
+One verdict per page (:func:`judge`), in this order:
+
+1. A page never judged before is *new*: every counted field of every item is reported.
+2. A page that yields items (:attr:`PageContent.items`) is *changed* exactly when some
+   counted field of some item changed (:func:`~scrapy_fresh.itemfields.changed_fields`),
+   or items appeared or went away (they are matched by their position on the page). The
+   page's own markup -- its sidebar, its footer, its render time -- is not looked at.
+3. A page that yields no item (or none with a counted field) is judged by its content
+   digest (:attr:`PageContent.digest`: an exact hash of the page's normalised main
+   content) when both visits have one; a page whose items went away is *changed*.
+4. Otherwise -- a record written before per-field hashes and content digests existed
+   (store schema 2 and older), or a page without a digest -- by the simhash distance,
+   more than :setting:`FRESH_FINGERPRINT_THRESHOLD_BITS` bits (the former verdict).
+
+The simhash (:attr:`PageContent.simhash`) is always stored (``PageState.fingerprint``)
+and its distance to the previous one is the verdict's :attr:`~Verdict.magnitude`: how
+much changed, not whether. Standard library only, no Scrapy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from scrapy_fresh.fingerprint import changed as simhash_changed
+from scrapy_fresh.fingerprint import hamming
+from scrapy_fresh.itemfields import FieldRules, changed_fields
+
+if TYPE_CHECKING:
+    from scrapy_fresh.store.base import PageState
+
+__all__ = ["PageContent", "Verdict", "judge"]
+
+
+@dataclass(frozen=True)
+class PageContent:
+    """What one download of a page shows of its content.
+
+    :param simhash: 64-bit simhash of the page's text (or of its items' text): stored,
+        and compared only as a magnitude or for records without anything better.
+    :param digest: exact 64-bit digest of the page's normalised main content, for pages
+        judged without items; None when the page is not judged by a digest.
+    :param items: per item yielded for the page, in order, the hash of each counted field
+        (:func:`~scrapy_fresh.itemfields.item_hashes`); None when the page yielded no
+        item with a counted field.
+    :param fields: the fields counted (None: every field), to tell a field that went
+        away from one no longer counted.
+    :param rules: the field rules the hashes were made with (fuzzy fields, skips).
+    """
+
+    simhash: int
+    digest: int | None = None
+    items: list[dict[str, int]] | None = None
+    fields: tuple[str, ...] | None = None
+    rules: FieldRules = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The verdict on one download.
+
+    ``item_changes[i]`` names the changed fields of the ``i``-th item of
+    :attr:`PageContent.items` (every counted field for a new page or a new item;
+    every field when the record had only a simhash and that changed).
+    """
+
+    new: bool
+    changed: bool
+    item_changes: tuple[tuple[str, ...], ...] = ()
+    #: Bits between the stored simhash and this one; None for a new page.
+    magnitude: int | None = None
+    #: How the verdict was reached: "new", "items", "digest" or "simhash".
+    basis: str = "new"
+
+
+def _all_fields(items: list[dict[str, int]]) -> tuple[tuple[str, ...], ...]:
+    return tuple(tuple(hashes) for hashes in items)
+
+
+def judge(state: PageState, content: PageContent, threshold_bits: int) -> Verdict:
+    """The verdict on ``content`` against ``state`` as stored before this visit.
+
+    :param threshold_bits: :setting:`FRESH_FINGERPRINT_THRESHOLD_BITS`, used only when
+        neither item fields nor content digests can be compared (step 4 above).
+    """
+    items = content.items
+    if state.last_crawl is None or state.fingerprint is None:
+        return Verdict(True, True, _all_fields(items or []))
+    magnitude = hamming(state.fingerprint, content.simhash)
+    old_items = state.field_hashes
+    if items is not None and old_items:
+        changes = tuple(
+            tuple(changed_fields(old_items[i], new, content.fields, content.rules))
+            if i < len(old_items)
+            else tuple(new)
+            for i, new in enumerate(items)
+        )
+        changed = len(items) != len(old_items) or any(changes)
+        return Verdict(False, changed, changes, magnitude, "items")
+    if items is None and old_items:
+        return Verdict(False, True, (), magnitude, "items")  # the items went away
+    if items is None and content.digest is not None and state.content_hash is not None:
+        return Verdict(False, content.digest != state.content_hash, (), magnitude, "digest")
+    changed = simhash_changed(state.fingerprint, content.simhash, threshold_bits)
+    return Verdict(
+        False, changed, _all_fields(items) if changed and items else (), magnitude, "simhash"
+    )

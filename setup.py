@@ -33,6 +33,8 @@ setup(
         "lxml>=5",
         "numpy>=1.24",
         "simhash>=2.1",
+        # the page digest's HTML5 parser and text extraction (scrapy_fresh/content.py)
+        "resiliparse>=0.15",
     ],
     extras_require={
         "redis": ["redis>=5", "scrapy-redis>=0.9"],

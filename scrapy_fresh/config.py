@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from scrapy_fresh import default_settings
+from scrapy_fresh.content import DEFAULT_RULES, ContentRules
 from scrapy_fresh.exceptions import ConfigError
 from scrapy_fresh.frontier.scoring import SCORE_RULES
 from scrapy_fresh.itemfields import FieldRule, parse_field_rules, parse_fields
@@ -196,6 +197,7 @@ class FreshConfig:
     fingerprint_fields: tuple[str, ...] | None = None
     field_rules: dict[str, FieldRule] = field(default_factory=dict)
     fingerprint_threshold_bits: int = 3
+    content_rules: ContentRules = DEFAULT_RULES
     gone_confirmations: int = 2
     error_backoff_secs: float = 300.0
     priority_alpha: float = 0.8
@@ -290,6 +292,7 @@ class FreshConfig:
             fingerprint_threshold_bits=_integer(
                 settings, "FRESH_FINGERPRINT_THRESHOLD_BITS", low=0, high=FINGERPRINT_BITS - 1
             ),
+            content_rules=ContentRules.from_settings(settings),
             gone_confirmations=_integer(settings, "FRESH_GONE_CONFIRMATIONS", low=1),
             error_backoff_secs=_number(
                 settings, "FRESH_ERROR_BACKOFF_SECS", low=0.0, low_open=True

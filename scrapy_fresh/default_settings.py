@@ -10,6 +10,16 @@ FRESH_ENABLED = True
 
 #: Conditional check: "auto" learns per host; "conditional", "head" or "none" force one way.
 FRESH_CHECK = "auto"
+#: Pages without items: selectors (CSS, or XPath as "xpath:..." or starting with "/") of
+#: the elements whose text is the content; [] for the page's main content.
+FRESH_CONTENT_INCLUDE: list[str] = []
+#: Pages without items: selectors of elements that are not content.
+FRESH_CONTENT_EXCLUDE: list[str] = []
+#: Pages without items: regular expressions whose matches in the text are not content.
+FRESH_CONTENT_IGNORE: list[str] = []
+#: Pages without items: built-in noise rules (scrapy_fresh.content.NOISE_RULES) that run;
+#: None for all of them.
+FRESH_CONTENT_NOISE_RULES: list[str] | None = None
 #: Pages fetched per ``cycle``-mode run (due re-crawls plus new URLs); 0 means no limit.
 FRESH_CYCLE_BUDGET = 0
 #: With a cycle budget: budget the due pages leave is spent on pages not due yet, best first.

@@ -24,11 +24,16 @@ WRONG_TYPES: dict[type, list[Any]] = {
     float: ["many", [1.0], False, float("nan"), float("-inf"), {"a": 1}],
     str: [5, ["x"], {"a": 1}, b"x"],
     dict: ["example.com", [1], 5],
+    list: [5, {"a": 1}, b"x", [3]],
     type(None): [True, {"a": 1}, [5]],
 }
 #: Values of the right type outside the setting's range.
 OUT_OF_RANGE: dict[str, list[Any]] = {
     "FRESH_CHECK": ["sometimes", ""],
+    "FRESH_CONTENT_EXCLUDE": ["div[[", ["p", "xpath://p["]],
+    "FRESH_CONTENT_IGNORE": ["(", ["ok", "["]],
+    "FRESH_CONTENT_INCLUDE": ["main >", "/html/body["],
+    "FRESH_CONTENT_NOISE_RULES": [["dates", "weather"]],
     "FRESH_CYCLE_LOOKAHEAD_SECS": [-1, "-1"],
     "FRESH_FINGERPRINT_FIELDS": [[], "", ["a", 3]],
     "FRESH_FINGERPRINT_THRESHOLD_BITS": [64, 99, 2.5],

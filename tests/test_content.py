@@ -1,0 +1,344 @@
+"""Page digests (scrapy_fresh.content): extraction, noise rules, user rules, validation."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from scrapy.settings import Settings
+
+from scrapy_fresh.config import FreshConfig
+from scrapy_fresh.content import (
+    DEFAULT_RULES,
+    NOISE_RULES,
+    ContentRules,
+    content_text,
+    digest,
+    normalize_text,
+)
+from scrapy_fresh.exceptions import ConfigError
+from scrapy_fresh.fingerprint import hamming
+
+
+def _page(content: str, *, furniture: str = "") -> str:
+    return (
+        "<html><head><title>T</title></head><body><nav><a href='/'>Home</a></nav>"
+        f"{furniture}<main><h1>Ducks</h1>{content}</main>"
+        "<footer>Last updated on Mar 04, 2024</footer></body></html>"
+    )
+
+
+# --- built-in noise rules: each one changes what it should and nothing else ----------
+
+RULE_CASES = {
+    "cache_busters": (
+        ["see https://example.com/app.js?v=123 now", "get /a.css?ver=2.1&x=1"],
+        ["see https://example.com/search?q=ducks now", "page?id=17"],
+    ),
+    "session_ids": (
+        ["link /cart;jsessionid=A1B2C3D4 here", "url?PHPSESSID=9f8e7d6c5b"],
+        ["the sid of a process", "sessions=3 workers"],
+    ),
+    "csrf_tokens": (
+        ["csrf_token=8f14e45fceea167a5a36", "nonce: 'abcdefgh12345678'"],
+        ["csrf_token=abc", "the nonce is random"],
+    ),
+    "relative_times": (
+        ["Updated 3 minutes ago", "posted an hour ago", "5m ago", "just now", "yesterday"],
+        ["3 minutes later", "Chicago is a city", "hours of fun"],
+    ),
+    "dates": (
+        [
+            "2024-03-04",
+            "2024-03-04T12:30:01Z",
+            "04/03/2024",
+            "4.3.2024",
+            "4 March 2024",
+            "Mar 4, 2024",
+            "March 2024",
+            "Monday, March 4, 2024",
+            "at 12:30",
+            "12:30:01 pm UTC",
+        ],
+        ["version 3.11.7", "Python 3.11", "ratio 3:2", "1998 people", "may 2 ducks"],
+    ),
+    "counters": (
+        ["1,234 views", "17 comments", "1.2k likes", "Views: 1234", "Comments (12)"],
+        ["19 available", "Price: 51.77", "3.7. Like this", "3 ducks"],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(NOISE_RULES))
+def test_each_noise_rule_replaces_its_tokens(name: str) -> None:
+    only = ContentRules.build(noise=[name])
+    none = ContentRules.build(noise=[])
+    for text in RULE_CASES[name][0]:
+        assert normalize_text(text, only) != normalize_text(text, none), text
+    for text in RULE_CASES[name][1]:
+        assert normalize_text(text, only) == normalize_text(text, none), text
+
+
+def test_every_rule_has_cases() -> None:
+    assert set(RULE_CASES) == set(NOISE_RULES)
+
+
+def test_a_date_and_its_time_become_one_placeholder() -> None:
+    one = normalize_text("Updated Mar 4, 2024 at 12:30 UTC.")
+    two = normalize_text("Updated Apr 11, 2025 at 9:05 UTC.")
+    assert one == two == "Updated {date}."
+    assert normalize_text("Mon, 04 Mar 2024 12:30:00 GMT") == "{date}"
+
+
+def test_whitespace_is_collapsed_but_words_are_kept() -> None:
+    assert normalize_text("  a\n\n b\tc  ") == "a b c"
+    assert normalize_text("ab") != normalize_text("a b")
+
+
+# --- extraction ----------------------------------------------------------------------
+
+
+def test_the_main_landmark_is_the_content() -> None:
+    page = _page("<p>Ducks swim.</p>", furniture="<div class='sidebar'>Sale!</div><p>x</p>")
+    assert content_text(page) == "Ducks Ducks swim."
+
+
+def test_role_main_and_articles_are_landmarks() -> None:
+    role = "<body><div>menu</div><div role='main'><p>Body text.</p></div></body>"
+    assert content_text(role) == "Body text."
+    articles = "<body><div>menu</div><article>One.</article><article>Two.</article></body>"
+    assert content_text(articles) == "One. Two."
+
+
+def test_without_landmarks_the_body_loses_its_furniture() -> None:
+    page = (
+        "<body><nav>Menu</nav><div class='ad-slot'>Buy!</div><p>Text.</p>"
+        "<aside>Related</aside><footer>(c) 2024</footer><div class='footer'>x</div>"
+        "<div class='sidebar'>Links</div></body>"
+    )
+    assert content_text(page) == "Text."
+
+
+def test_inside_a_landmark_asides_and_footers_are_content() -> None:
+    page = _page(
+        "<p>Text.</p><aside class='footnote'>Note 1.</aside><footer>By Ann</footer>"
+        "<aside class='sidebar'>See also x.</aside>"
+    )
+    assert content_text(page) == "Ducks Text. Note 1. By Ann See also x."
+
+
+def test_ad_slots_and_hidden_elements_are_dropped_but_admonitions_stay() -> None:
+    page = _page(
+        "<div class='admonition note'>Careful.</div><div class='ad-slot'>Buy!</div>"
+        "<div id='ad-top'>Ad</div><p hidden>secret</p><ins class='adsbygoogle'>x</ins>"
+        "<span class='badge'>new</span>"
+    )
+    assert content_text(page) == "Ducks Careful. new"
+
+
+def test_markup_and_attribute_order_are_not_content() -> None:
+    a = _page('<p class="x" id="y">Ducks <b>swim</b>.</p><input type="hidden" value="t1">')
+    b = _page('<p id="y"  class="x">Ducks\n  <b>swim</b>.</p>\n<input value="t2" type="hidden">')
+    assert digest(a) == digest(b)
+
+
+def test_bytes_str_and_encodings_agree() -> None:
+    page = _page("<p>Café crème.</p>")
+    assert (
+        digest(page) == digest(page.encode("utf-8")) == digest(page.encode("latin-1"), "latin-1")
+    )
+
+
+@pytest.mark.parametrize("junk", [b"", b"\x00\xff\xfe garbage", "<p>\ud800</p>", "   "])
+def test_junk_does_not_fail(junk: str | bytes) -> None:
+    assert isinstance(digest(junk).exact, int)
+
+
+# --- user rules ----------------------------------------------------------------------
+
+
+def test_include_selectors_choose_the_content() -> None:
+    page = _page("<p class='price'>51.77</p><p>Blah.</p>", furniture="<p id='stock'>19</p>")
+    css = ContentRules.build(include=[".price", "#stock"])
+    assert content_text(page, rules=css) == "19 51.77"  # document order
+    xpath = ContentRules.build(include=["xpath://p[@class='price']"])
+    assert content_text(page, rules=xpath) == "51.77"
+    assert content_text(page, rules=ContentRules.build(include=["//p[@id='stock']"])) == "19"
+
+
+def test_include_matching_nothing_gives_empty_content() -> None:
+    assert content_text(_page("<p>x</p>"), rules=ContentRules.build(include=[".none"])) == ""
+
+
+def test_include_keeps_furniture_the_user_asked_for() -> None:
+    page = _page("<p>x</p>").replace("<footer>", "<footer><span class='v'>v2</span>")
+    assert content_text(page, rules=ContentRules.build(include=["footer .v"])) == "v2"
+
+
+def test_exclude_selectors_drop_elements() -> None:
+    page = _page("<p>Keep.</p><div class='ticker'>DAX 18,000</div><p id='x'>Drop.</p>")
+    rules = ContentRules.build(exclude=[".ticker", "xpath://p[@id='x']"])
+    assert content_text(page, rules=rules) == "Ducks Keep."
+    assert "DAX" in content_text(page)
+
+
+def test_ignore_patterns_delete_their_matches() -> None:
+    page = _page("<p>Served by node web-7.</p><p>Ducks swim.</p>")
+    rules = ContentRules.build(ignore=[r"^Served by node \S+$"])
+    assert content_text(page, rules=rules) == "Ducks Ducks swim."
+    other = page.replace("web-7", "web-3")
+    assert digest(page, rules=rules) == digest(other, rules=rules)
+    assert digest(page) != digest(other)
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "words"),
+    [
+        ("FRESH_CONTENT_INCLUDE", ["div[["], "not a valid CSS selector"),
+        ("FRESH_CONTENT_INCLUDE", ["xpath://div["], "not a valid XPath"),
+        ("FRESH_CONTENT_EXCLUDE", ["/html/body["], "not a valid XPath"),
+        ("FRESH_CONTENT_EXCLUDE", ["p >"], "not a valid CSS selector"),
+        ("FRESH_CONTENT_IGNORE", ["(unclosed"], "not a valid Python regular expression"),
+        ("FRESH_CONTENT_IGNORE", [5], "must be a list of regular expressions"),
+        ("FRESH_CONTENT_INCLUDE", {"a": 1}, "must be a list of CSS or XPath selectors"),
+        ("FRESH_CONTENT_NOISE_RULES", ["dates", "weather"], "unknown rules ['weather']"),
+    ],
+)
+def test_bad_rules_are_refused_at_start_up_naming_the_setting(
+    setting: str, value: object, words: str
+) -> None:
+    with pytest.raises(ConfigError, match=re.escape(words)) as refused:
+        FreshConfig.from_settings(Settings({setting: value}))
+    assert str(refused.value).startswith(setting)
+
+
+def test_good_rules_are_read_from_settings() -> None:
+    config = FreshConfig.from_settings(
+        Settings(
+            {
+                "FRESH_CONTENT_INCLUDE": "main p, main li",
+                "FRESH_CONTENT_EXCLUDE": ["xpath://p[@class='x']"],
+                "FRESH_CONTENT_IGNORE": [r"\d+ in stock"],
+                "FRESH_CONTENT_NOISE_RULES": ["dates"],
+            }
+        )
+    )
+    assert config.content_rules == ContentRules(
+        ("main p, main li",), ("xpath://p[@class='x']",), (r"\d+ in stock",), ("dates",)
+    )
+    assert FreshConfig.from_settings(Settings({})).content_rules == DEFAULT_RULES
+
+
+def test_spider_attributes_and_meta_keys_replace_the_settings() -> None:
+    base = ContentRules.build(exclude=[".a"], ignore=["x"])
+
+    class Spider:
+        fresh_content_exclude = (".b",)
+
+    spider_rules = base.for_spider(Spider())
+    assert spider_rules.exclude == (".b",)
+    assert spider_rules.ignore == ("x",)
+    assert base.for_spider(object()) is base
+    request_rules = spider_rules.for_request({"fresh_content_ignore": ["y"], "other": 1})
+    assert request_rules.exclude == (".b",)
+    assert request_rules.ignore == ("y",)
+    assert spider_rules.for_request({}) is spider_rules
+
+    class Bad:
+        fresh_content_include = ("p[[",)
+
+    with pytest.raises(ConfigError, match=r"^spider attribute fresh_content_include contains"):
+        base.for_spider(Bad())
+    with pytest.raises(ConfigError, match=r"^meta\['fresh_content_ignore'\] contains"):
+        base.for_request({"fresh_content_ignore": ["("]})
+    with pytest.raises(ConfigError, match=r"^meta\['fresh_content_exclude'\]"):
+        base.for_request({"fresh_content_exclude": [["nested"]]})
+
+
+def test_rules_reject_a_wrong_type() -> None:
+    with pytest.raises(TypeError, match="must be a ContentRules"):
+        content_text("<p>x</p>", rules="main")  # type: ignore[arg-type]
+
+
+# --- digests: verdict and magnitude ---------------------------------------------------
+
+
+def test_simhash_measures_magnitude_not_the_verdict() -> None:
+    text = " ".join(f"Word{i} ducks swim in the pond every morning." for i in range(60))
+    a = digest(_page(f"<p>{text}</p>"))
+    small = digest(_page(f"<p>{text.replace('Word7 ', 'Word8 ', 1)}</p>"))
+    big = digest(_page(f"<p>{text[: len(text) // 2]}</p>"))
+    assert a.exact != small.exact
+    assert a.exact != big.exact
+    assert hamming(a.simhash, small.simhash) < hamming(a.simhash, big.simhash)
+
+
+def test_digits_are_content() -> None:
+    assert digest(_page("<p>Price: 51.77 EUR</p>")) != digest(_page("<p>Price: 52.77 EUR</p>"))
+    assert digest(_page("<p>19 available</p>")) != digest(_page("<p>18 available</p>"))
+
+
+# --- real pages ----------------------------------------------------------------------
+
+DOCS = Path("/usr/share/doc/python3.11/html")
+REAL_PAGES = ["library/timeit.html", "library/heapq.html", "tutorial/interpreter.html"]
+
+
+@pytest.fixture
+def real_pages(tmp_path: Path) -> list[str]:
+    if not all((DOCS / name).is_file() for name in REAL_PAGES):
+        pytest.skip(
+            f"the Python 3.11 docs are not installed at {DOCS} (apt install python3.11-doc)"
+        )
+    pages = []
+    for name in REAL_PAGES:
+        copy = tmp_path / name.replace("/", "_")
+        shutil.copyfile(DOCS / name, copy)
+        pages.append(copy.read_text(encoding="utf-8"))
+    return pages
+
+
+def _first_paragraph(page: str) -> re.Match[str]:
+    main = page.index('role="main"')
+    found = re.compile(r"<p>([^<]{40,})").search(page, main)
+    assert found is not None
+    return found
+
+
+def test_real_edits_on_real_pages_change_the_digest(real_pages: list[str]) -> None:
+    for page in real_pages:
+        base = digest(page)
+        para = _first_paragraph(page)
+        words = para.group(1).split(" ")
+        one_word = " ".join([words[0], "zebra", *words[2:]])
+        edits = [
+            page[: para.start(1)] + one_word + page[para.end(1) :],
+            page[: para.start(1)] + "A rewritten paragraph about geese." + page[para.end(1) :],
+            page.replace("</section>", "<ul><li>one</li><li>two added</li></ul></section>", 1),
+            page.replace("</section>", "<p>Price: 51.77 EUR</p></section>", 1),
+        ]
+        for edited in edits:
+            assert digest(edited).exact != base.exact
+        price = page.replace("</section>", "<p>Price: 52.77 EUR</p></section>", 1)
+        assert digest(price).exact != digest(edits[-1]).exact
+
+
+def test_noise_on_real_pages_leaves_the_digest(real_pages: list[str]) -> None:
+    for page in real_pages:
+        base = digest(page)
+        main = page.index('role="main">') + len('role="main">')
+        noisy = [
+            re.sub(r"Last updated on [^.]*", "Last updated on Jan 09, 2026", page),
+            page[:main] + "<p>Page generated 2025-11-02 08:01:59 UTC</p>" + page[main:],
+            page[:main]
+            + "<div class='ad-slot'><a href='/ad?id=3'>Cheap flights!</a></div>"
+            + page[main:],
+            page.replace("<head>", '<head><meta name="csrf-token" content="x9x9x9x9x9">', 1),
+            re.sub(r"\n", "\n   ", page[: page.index("<pre")]) + page[page.index("<pre") :],
+        ]
+        stamped = page[:main] + "<p>Page generated 2024-03-04 12:30:01 UTC</p>" + page[main:]
+        assert digest(stamped).exact == digest(noisy[1]).exact
+        for edited in noisy[:1] + noisy[2:]:
+            assert digest(edited).exact == base.exact

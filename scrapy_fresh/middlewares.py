@@ -26,8 +26,9 @@ from scrapy import Request
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http.request import NO_CALLBACK
 
+from scrapy_fresh.content import DEFAULT_RULES, ContentRules, digest
 from scrapy_fresh.exceptions import ConfigError
-from scrapy_fresh.fingerprint import fingerprint_html, fingerprint_text
+from scrapy_fresh.fingerprint import fingerprint_text
 from scrapy_fresh.frontier.revisit import Outcome
 from scrapy_fresh.itemfields import (
     FieldRule,
@@ -319,17 +320,14 @@ def item_text(item: Any, fields: tuple[str, ...] | None) -> str:
     return "\n".join(parts)
 
 
-def page_content(response: Response) -> PageContent:
-    """What a page that yielded no item (with a counted field) shows of its content.
-
-    The seam of the page verdict (issue 15, pages without items): today the simhash of
-    the page's text alone, judged by :setting:`FRESH_FINGERPRINT_THRESHOLD_BITS`; an exact
-    digest of the page's normalised main content goes into ``digest`` and is then what
-    decides (:func:`~scrapy_fresh.verdict.judge`, step 3), the simhash staying the
-    magnitude.
-    """
-    encoding = getattr(response, "encoding", None)
-    return PageContent(fingerprint_html(response.body, encoding))
+def page_content(response: Response, rules: ContentRules = DEFAULT_RULES) -> PageContent:
+    """What a page that yielded no item (with a counted field) shows of its content: the
+    exact digest of its main content normalised by ``rules``, which decides
+    (:func:`~scrapy_fresh.verdict.judge`), and the simhash of the same text, which
+    measures how much changed (:func:`~scrapy_fresh.content.digest`; binary and
+    mis-encoded bodies are decoded as the fingerprint decodes them)."""
+    found = digest(response.body, getattr(response, "encoding", None), rules)
+    return PageContent(found.simhash, digest=found.exact)
 
 
 def _set_field(item: Any, name: str, value: Any) -> None:
@@ -369,6 +367,9 @@ class FreshSpiderMiddleware(_FreshComponent):
             if fields is None
             else parse_fields(fields, f"{type(spider).__name__}.fresh_fingerprint_fields")
         )
+        #: What is content on pages without items (FRESH_CONTENT_*, the spider's
+        #: ``fresh_content_*`` attributes; checked now, at start-up).
+        self.content_rules = config.content_rules.for_spider(spider)
         #: Field rules: the spider attribute's over the setting's, field by field.
         self.rules = merge_rules(
             config.field_rules,
@@ -433,6 +434,20 @@ class FreshSpiderMiddleware(_FreshComponent):
                 )
         return fields, rules
 
+    def _content_rules(self, meta: Mapping[str, Any]) -> ContentRules:
+        """The content rules of one page: the request's ``fresh_content_*`` meta keys
+        over the spider's; a bad value is logged and counted, the spider's used."""
+        try:
+            return self.content_rules.for_request(meta)
+        except ConfigError as exc:
+            self.runtime.stat("fresh/bad_meta")
+            logger.error(
+                "scrapy_fresh: %(exc)s The spider's content rules are used instead.",
+                {"exc": exc},
+                extra={"spider": self.crawler.spider},
+            )
+            return self.content_rules
+
     def _judge(self, response: Response, items: list[Any]) -> None:
         request = response.request
         assert request is not None
@@ -442,7 +457,7 @@ class FreshSpiderMiddleware(_FreshComponent):
             text = "\n".join(item_text(item, fields) for item in items)
             content = PageContent(fingerprint_text(text), items=hashes, fields=fields, rules=rules)
         else:
-            content = page_content(response)
+            content = page_content(response, self._content_rules(request.meta))
         result = self.runtime.record_content(
             request.meta,
             content,

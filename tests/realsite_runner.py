@@ -8,6 +8,8 @@ cannot be restarted in one process). The JSON object has:
 * ``keep_fragments``: the ``links`` spider keeps a link's ``#fragment`` (default: strips it),
 * ``once_per_page``: the ``links`` spider yields one Request per distinct URL of a page
   (default: one per link, as many times as the page has the link),
+* ``no_items`` / ``no_follow``: the ``links`` spider yields no item / follows no link
+  (the page verdict alone then judges each page),
 * ``settings``: Scrapy settings on top of :data:`BASE_SETTINGS` (the add-on goes here),
 * ``clock_offset``: seconds added to the clock scrapy_fresh reads (with the add-on only),
 * ``output``: where to write ``{"items": [...], "stats": {...}, "reason": ...}``.
@@ -68,7 +70,10 @@ class LinkSpider(LocalSpider):
     name = "realsite_links"
 
     def parse(self, response: Any) -> Any:
-        yield page_item(response)
+        if not self.config.get("no_items"):
+            yield page_item(response)
+        if self.config.get("no_follow"):
+            return
         keep = self.config.get("keep_fragments", False)
         seen: set[str] | None = set() if self.config.get("once_per_page") else None
         for href in response.css("a::attr(href)").getall():

@@ -1,0 +1,123 @@
+"""Page verdicts on real pages without items: the Python 3.11 docs on nginx (issue 15).
+
+A plain spider that yields no item, so each page is judged by the exact digest of its
+main content (scrapy_fresh.content). Between two cycles, real edits inside the main
+content (one word, one number, one sentence) and noise (the footer's "Last updated on"
+date, a file touched: new ETag and Last-Modified, same body). Every real edit is
+"changed", no noise is.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.nginx_support import PYTHON_DOCS, Nginx
+from tests.realsite_support import ALL_DUE_OFFSET, outcomes_by_path, run_crawl, visits
+
+pytestmark = [
+    pytest.mark.realsite,
+    pytest.mark.usefixtures("nginx_available", "python_docs_available"),
+]
+
+PAGES = sorted(
+    str(p.relative_to(PYTHON_DOCS))
+    for p in (Path(PYTHON_DOCS) / "library").glob("*.html")
+    if p.stat().st_size > 30_000
+)[:24]
+
+
+def _replace_in_main(text: str, pattern: str, make: Any) -> str:
+    start = text.index('role="main"')
+    end = (
+        text.index('class="sphinxsidebar"', start)
+        if 'class="sphinxsidebar"' in text[start:]
+        else len(text)
+    )
+    main = text[start:end]
+    new, n = re.subn(pattern, make, main, count=1)
+    assert n == 1, pattern
+    return text[:start] + new + text[end:]
+
+
+def one_word(text: str) -> str:
+    return _replace_in_main(text, r"(<p>[^<]*?)\b(the)\b", lambda m: m.group(1) + "a")
+
+
+def one_number(text: str) -> str:
+    """A digit in the text of a paragraph, a list item or a table cell."""
+    return _replace_in_main(
+        text,
+        r"(<(?:p|li|td)>[^<]*?)(\d)",
+        lambda m: m.group(1) + str((int(m.group(2)) + 1) % 10),
+    )
+
+
+def one_sentence(text: str) -> str:
+    return _replace_in_main(text, r"(<p>)", lambda m: m.group(1) + "This sentence is new. ")
+
+
+def footer_date(text: str) -> str:
+    new, n = re.subn(
+        r"Last updated on [A-Za-z]+ \d+, \d{4}", "Last updated on January 02, 2031", text
+    )
+    assert n == 1
+    return new
+
+
+EDITS = {"word": one_word, "number": one_number, "sentence": one_sentence, "footer": footer_date}
+REAL = ("word", "number", "sentence")
+
+
+@pytest.fixture(scope="module")
+def judged(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
+    """Outcomes of cycle 2 by edit class (``touched``: same body, new validators)."""
+    work = tmp_path_factory.mktemp("verdicts")
+    root = work / "site"
+    root.mkdir()
+    for page in PAGES:
+        (root / page).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(Path(PYTHON_DOCS) / page, root / page)
+    settings = {
+        "ADDONS": {"scrapy_fresh.Addon": 0},
+        "FRESH_SQLITE_PATH": str(work / "state.sqlite"),
+    }
+    classes = {**{name: PAGES[i::5] for i, name in enumerate(EDITS)}, "touched": PAGES[4::5]}
+    with Nginx(root, work / "nginx") as server:
+        config = {"spider": "links", "no_items": True, "no_follow": True,
+                  "start": [server.url("/" + p) for p in PAGES]}  # fmt: skip
+        first = {**config, "settings": {**settings, "FRESH_VISIT_LOG": str(work / "v1.jsonl")}}
+        run_crawl(first, work / "c1")
+        for name, edit in EDITS.items():
+            for page in classes[name]:
+                path = root / page
+                path.write_text(edit(path.read_text()))
+        later = time.time() + 5
+        for page in PAGES:  # every file touched: nginx sends new validators for each
+            os.utime(root / page, (later, later))
+        second = {**config, "clock_offset": ALL_DUE_OFFSET,
+                  "settings": {**settings, "FRESH_VISIT_LOG": str(work / "v2.jsonl")}}  # fmt: skip
+        run_crawl(second, work / "c2")
+    outcomes = outcomes_by_path(visits(work / "v2.jsonl"))
+    return {
+        name: [o for page in pages for o in outcomes.get("/" + page, ["missing"])]
+        for name, pages in classes.items()
+    }
+
+
+@pytest.mark.parametrize("edit", REAL)
+def test_every_real_edit_is_changed(judged: dict[str, list[str]], edit: str) -> None:
+    assert judged[edit]
+    assert set(judged[edit]) == {"changed"}, judged[edit]
+
+
+@pytest.mark.parametrize("noise", ["footer", "touched"])
+def test_noise_is_not_a_change(judged: dict[str, list[str]], noise: str) -> None:
+    assert judged[noise]
+    assert set(judged[noise]) == {"unchanged"}, judged[noise]

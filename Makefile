@@ -42,6 +42,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/simulate.py
 	$(BIN)/python bench/provider_signals.py
 	$(BIN)/python bench/crawl.py
+	$(BIN)/python bench/change_detection.py
 
 clean:
 	rm -rf $(VENV) docs/_build build *.egg-info

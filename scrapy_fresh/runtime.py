@@ -264,6 +264,10 @@ class FreshRuntime:
         #: Page records outside a visit: new ones queued, sightings merged, leases taken.
         self.records = CrawlRecords(lambda: self.store, self.store_error)
         self.leases: dict[str, Lease] = {}
+        #: While a downloaded page's visit is recorded: simhash bits between its previous
+        #: and its new text (how much changed; the verdict is exact), else None. The
+        #: outcome listeners (the visit log) read it.
+        self.visit_magnitude: int | None = None
         self.records.dropped_listeners.append(lambda key: self.leases.pop(key, None))
         self.hosts: dict[str, HostChecks] = {}
         #: Redis store: each host's validator counters as last handed to the store (a
@@ -706,5 +710,11 @@ class FreshRuntime:
         state.etag = etag
         state.last_modified = last_modified.strip() if last_modified else None
         state.content_length = length if length is not None else content_length
-        self._commit(meta, state, outcome, now)
+        if outcome is Outcome.CHANGED and verdict.magnitude is not None:
+            self.stat("fresh/changed_bits", verdict.magnitude)
+        self.visit_magnitude = verdict.magnitude
+        try:
+            self._commit(meta, state, outcome, now)
+        finally:
+            self.visit_magnitude = None
         return outcome, verdict

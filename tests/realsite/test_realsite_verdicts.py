@@ -104,7 +104,11 @@ def judged(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
         second = {**config, "clock_offset": ALL_DUE_OFFSET,
                   "settings": {**settings, "FRESH_VISIT_LOG": str(work / "v2.jsonl")}}  # fmt: skip
         run_crawl(second, work / "c2")
-    outcomes = outcomes_by_path(visits(work / "v2.jsonl"))
+    lines = visits(work / "v2.jsonl")
+    outcomes = outcomes_by_path(lines)
+    magnitudes = {line["url"]: line.get("magnitude") for line in lines if line.get("e") == "visit"}
+    assert all(isinstance(m, int) for m in magnitudes.values()), magnitudes
+    assert magnitudes, "no visit logged"
     return {
         name: [o for page in pages for o in outcomes.get("/" + page, ["missing"])]
         for name, pages in classes.items()

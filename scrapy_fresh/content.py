@@ -545,6 +545,17 @@ DEFAULT_RULES: Final = ContentRules.build()
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+def _clean(text: str) -> str:
+    """``text`` with NUL and lone surrogates (Lexbor takes UTF-8) replaced by U+FFFD."""
+    text = text.replace("\x00", "\ufffd")
+    if not text.isascii():
+        try:
+            text.encode("utf-8")  # a check 5-10 times faster than a regex pass
+        except UnicodeEncodeError:
+            text = _SURROGATE.sub("\ufffd", text)
+    return text
+
+
 def _outermost(nodes: Iterable[DOMNode]) -> list[DOMNode]:
     chosen = list(dict.fromkeys(nodes))
     keep = set(chosen)
@@ -560,6 +571,9 @@ def _outermost(nodes: Iterable[DOMNode]) -> list[DOMNode]:
 
 def _keep_only(tree: HTMLTree, nodes: list[DOMNode]) -> None:
     """Remove from ``tree`` everything but ``nodes``, their content and their ancestors."""
+    if len(nodes) == 1:  # the common case: no sets of nodes (each lookup costs a weakref)
+        _keep_one(nodes[0])
+        return
     keep = set(nodes)
     path: set[DOMNode] = set()
     for node in nodes:
@@ -571,6 +585,19 @@ def _keep_only(tree: HTMLTree, nodes: list[DOMNode]) -> None:
         for child in list(parent.child_nodes):
             if child not in keep and child not in path:
                 child.decompose()
+
+
+def _keep_one(node: DOMNode) -> None:
+    """:func:`_keep_only` for one node: remove the siblings of it and of its ancestors."""
+    parent = node.parent
+    while parent is not None:
+        child = parent.first_child
+        while child is not None:
+            following = child.next
+            if child != node:
+                child.decompose()
+            child = following
+        node, parent = parent, parent.parent
 
 
 def _marker(index: int) -> str:
@@ -659,9 +686,7 @@ def content_text(
     """
     if not isinstance(rules, ContentRules):
         raise TypeError(f"rules ({rules!r}) must be a ContentRules; use ContentRules.build().")
-    text = _decode(html, encoding)
-    text = _SURROGATE.sub("\ufffd", text.replace("\x00", "\ufffd"))
-    return normalize_text(_extract(text, rules), rules)
+    return normalize_text(_extract(_clean(_decode(html, encoding)), rules), rules)
 
 
 class Digest(NamedTuple):

@@ -48,12 +48,30 @@ _WORDS = st.sampled_from(
     ]
 )  # fmt: skip
 _TAGS = st.sampled_from(
-    ["p", "div", "main", "article", "nav", "footer", "aside", "span", "b", "pre", "li", "table"]
+    [
+        "p",
+        "div",
+        "main",
+        "article",
+        "nav",
+        "footer",
+        "aside",
+        "span",
+        "b",
+        "pre",
+        "li",
+        "table",
+        "svg",
+        "math",
+        "template",
+        "MAIN",
+    ]
 )
 _ATTRS = st.sampled_from(
     [
         "", ' class="ad-slot"', ' role="main"', " hidden", ' class="sidebar"', ' id="ad_1"',
-        ' class="footer"', ' aria-hidden="true"', ' class="body"',
+        ' class="footer"', ' aria-hidden="true"', ' class="body"', ' role="MAIN"',
+        ' ROLE="main"', " role=main", ' role="main article"',
     ]
 )  # fmt: skip
 
@@ -71,7 +89,7 @@ def _html(draw: st.DrawFn) -> str:
     return f"<html><head><title>t</title></head><body>{body}</body></html>"
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     html=_html(),
     rules=st.sampled_from(list(RULE_SETS.values())),

@@ -36,16 +36,20 @@ def _steps(names: tuple[str, ...]) -> list[tuple[Callable[[str], str], tuple[str
 
 
 def _keep_only(tree: HTMLTree, nodes: list[DOMNode]) -> None:
+    """From the document down: keep ``nodes`` whole, enter their ancestors, drop the rest."""
     keep = set(nodes)
-    path: set[DOMNode] = set()
+    ancestors: set[DOMNode] = set()
     for node in nodes:
         parent = node.parent
-        while parent is not None and parent not in path:
-            path.add(parent)
+        while parent is not None:
+            ancestors.add(parent)
             parent = parent.parent
-    for parent in path:
-        for child in list(parent.child_nodes):
-            if child not in keep and child not in path:
+    stack = [tree.document]
+    while stack:
+        for child in list(stack.pop().child_nodes):
+            if child in ancestors:
+                stack.append(child)
+            elif child not in keep:
                 child.decompose()
 
 

@@ -48,7 +48,7 @@ from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.html import CSSParserException, DocumentNode, DOMNode, HTMLTree
 
 from scrapy_fresh.exceptions import ConfigError
-from scrapy_fresh.fingerprint import _decode, fingerprint_text
+from scrapy_fresh.fingerprint import _decode_with_codec, fingerprint_text
 
 __all__ = [
     "BOILERPLATE_SELECTORS",
@@ -544,12 +544,17 @@ DEFAULT_RULES: Final = ContentRules.build()
 # ---------------------------------------------------------------------------------------
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_UTF8: Final = frozenset({"utf-8", "utf8", "UTF-8"})
 
 
-def _clean(text: str) -> str:
-    """``text`` with NUL and lone surrogates (Lexbor takes UTF-8) replaced by U+FFFD."""
+def _clean(text: str, codec: str | None = None) -> str:
+    """``text`` with NUL and lone surrogates (Lexbor takes UTF-8) replaced by U+FFFD.
+
+    ``codec``: the codec that decoded ``text``, if any; Python's UTF-8 decoder never
+    yields a lone surrogate (encoded surrogates are invalid bytes, replaced by U+FFFD).
+    """
     text = text.replace("\x00", "\ufffd")
-    if not text.isascii():
+    if codec not in _UTF8 and not text.isascii():
         try:
             text.encode("utf-8")  # a check 5-10 times faster than a regex pass
         except UnicodeEncodeError:
@@ -697,7 +702,8 @@ def content_text(
     """
     if not isinstance(rules, ContentRules):
         raise TypeError(f"rules ({rules!r}) must be a ContentRules; use ContentRules.build().")
-    return normalize_text(_extract(_clean(_decode(html, encoding)), rules), rules)
+    text, codec = _decode_with_codec(html, encoding)
+    return normalize_text(_extract(_clean(text, codec), rules), rules)
 
 
 class Digest(NamedTuple):

@@ -39,6 +39,7 @@ Usage::
 
     python bench/change_detection.py                 # 150 pages, 5 rounds
     python bench/change_detection.py --pages 300 --extractors --extractor-pages 40
+    python bench/change_detection.py --speed --pages 150 --rounds 7   # speed only
 
 Prints markdown tables and one PASS/MISS line per goal on stdout.
 """
@@ -49,6 +50,7 @@ import argparse
 import copy
 import gzip
 import hashlib
+import importlib.util
 import random
 import re
 import statistics
@@ -518,9 +520,24 @@ def run_labels(
     return hits, totals, misses
 
 
-def speed(bodies: list[bytes], rounds: int) -> dict[str, float]:
+def _reference_digest() -> Callable[[bytes], object]:
+    """The digest as first written (``tests/content_reference.py``): the "before"."""
+    path = Path(__file__).resolve().parent.parent / "tests" / "content_reference.py"
+    spec = importlib.util.spec_from_file_location("content_reference", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    function: Callable[[bytes], object] = module.digest
+    return function
+
+
+def speed(bodies: list[bytes], rounds: int, before: bool = False) -> dict[str, float]:
     runs: dict[str, list[float]] = {"current": [], "new": []}
-    functions = {"current": fingerprint_html, "new": digest}
+    functions: dict[str, Callable[[bytes], object]] = {"current": fingerprint_html, "new": digest}
+    if before:
+        runs["before"] = []
+        functions["before"] = _reference_digest()
     for _ in range(rounds):
         for name, function in functions.items():
             start = time.perf_counter()
@@ -528,6 +545,26 @@ def speed(bodies: list[bytes], rounds: int) -> dict[str, float]:
                 function(body)
             runs[name].append(len(bodies) / (time.perf_counter() - start))
     return {name: statistics.median(values) for name, values in runs.items()}
+
+
+def speed_only(bodies: list[bytes], rounds: int) -> int:
+    """``--speed``: pages/s of the current fingerprint, the digest as first written
+    (before) and the digest now (new), interleaved in the same run."""
+    rates = speed(bodies, rounds, before=True)
+    print(f"## Speed, median of {rounds} rounds over {len(bodies)} base pages\n")
+    print("| function | pages/s | time / current |\n|---|---:|---:|")
+    for name, label in (
+        ("current", "current fingerprint (fingerprint_html)"),
+        ("before", "digest, reference implementation (before)"),
+        ("new", "digest (scrapy_fresh.content.digest)"),
+    ):
+        print(f"| {label} | {rates[name]:.0f} | {rates['current'] / rates[name]:.2f}x |")
+    ratio = rates["current"] / rates["new"]
+    print(
+        f"\n{'PASS' if ratio <= 2.0 else 'MISS'}: new digest at most 2x slower than the "
+        f"current fingerprint: {ratio:.2f}x"
+    )
+    return 0
 
 
 def _rate(hits: int, total: int) -> str:
@@ -541,8 +578,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=15)
     parser.add_argument("--extractors", action="store_true")
     parser.add_argument("--extractor-pages", type=int, default=40)
+    parser.add_argument("--speed", action="store_true")
     args = parser.parse_args(argv)
     pages = corpus(args.pages, args.seed)
+    if args.speed:
+        return speed_only([_html(root) for _, root in pages], args.rounds)
     landmarks = sum(bool(root.xpath("//main | //*[@role='main']")) for _, root in pages)
     print("## Change verdicts on real pages: current fingerprint vs new digest\n")
     print(

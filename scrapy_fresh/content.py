@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -44,10 +45,10 @@ from typing import Any, Final, NamedTuple, TypeAlias
 from lxml import etree
 from lxml import html as lxml_html
 from resiliparse.extract.html2text import extract_plain_text
-from resiliparse.parse.html import CSSParserException, DOMNode, HTMLTree
+from resiliparse.parse.html import CSSParserException, DocumentNode, DOMNode, HTMLTree
 
 from scrapy_fresh.exceptions import ConfigError
-from scrapy_fresh.fingerprint import _decode, fingerprint_text
+from scrapy_fresh.fingerprint import _decode_with_codec, fingerprint_text
 
 __all__ = [
     "BOILERPLATE_SELECTORS",
@@ -543,6 +544,22 @@ DEFAULT_RULES: Final = ContentRules.build()
 # ---------------------------------------------------------------------------------------
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_UTF8: Final = frozenset({"utf-8", "utf8", "UTF-8"})
+
+
+def _clean(text: str, codec: str | None = None) -> str:
+    """``text`` with NUL and lone surrogates (Lexbor takes UTF-8) replaced by U+FFFD.
+
+    ``codec``: the codec that decoded ``text``, if any; Python's UTF-8 decoder never
+    yields a lone surrogate (encoded surrogates are invalid bytes, replaced by U+FFFD).
+    """
+    text = text.replace("\x00", "\ufffd")
+    if codec not in _UTF8 and not text.isascii():
+        try:
+            text.encode("utf-8")  # a check 5-10 times faster than a regex pass
+        except UnicodeEncodeError:
+            text = _SURROGATE.sub("\ufffd", text)
+    return text
 
 
 def _outermost(nodes: Iterable[DOMNode]) -> list[DOMNode]:
@@ -560,6 +577,9 @@ def _outermost(nodes: Iterable[DOMNode]) -> list[DOMNode]:
 
 def _keep_only(tree: HTMLTree, nodes: list[DOMNode]) -> None:
     """Remove from ``tree`` everything but ``nodes``, their content and their ancestors."""
+    if len(nodes) == 1:  # the common case: no sets of nodes (each lookup costs a weakref)
+        _keep_one(nodes[0])
+        return
     keep = set(nodes)
     path: set[DOMNode] = set()
     for node in nodes:
@@ -571,6 +591,19 @@ def _keep_only(tree: HTMLTree, nodes: list[DOMNode]) -> None:
         for child in list(parent.child_nodes):
             if child not in keep and child not in path:
                 child.decompose()
+
+
+def _keep_one(node: DOMNode) -> None:
+    """:func:`_keep_only` for one node: remove the siblings of it and of its ancestors."""
+    parent = node.parent
+    while parent is not None:
+        child = parent.first_child
+        while child is not None:
+            following = child.next
+            if child != node:
+                child.decompose()
+            child = following
+        node, parent = parent, parent.parent
 
 
 def _marker(index: int) -> str:
@@ -598,6 +631,16 @@ def _mark_xpath(text: str, rules: ContentRules) -> str:
     return str(etree.tostring(root, encoding="unicode", method="html"))
 
 
+def _landmarks(document: DocumentNode, landmark: str) -> Iterable[DOMNode]:
+    """The elements the CSS ``landmark`` (one of :data:`_LANDMARKS`) selects, in any
+    order: found by tag and attribute lookups, 30 times faster than the CSS engine."""
+    if landmark == "article":
+        return document.get_elements_by_tag_name("article")
+    return itertools.chain(
+        document.get_elements_by_tag_name("main"), document.get_elements_by_attr("role", "main")
+    )
+
+
 def _extract(text: str, rules: ContentRules) -> str:
     if any(_is_xpath(s) for s in rules.include + rules.exclude):
         text = _mark_xpath(text, rules)
@@ -616,7 +659,7 @@ def _extract(text: str, rules: ContentRules) -> str:
         _keep_only(tree, nodes)
     else:
         for landmark in _LANDMARKS:
-            nodes = _outermost(document.query_selector_all(landmark))
+            nodes = _outermost(_landmarks(document, landmark))
             if nodes:
                 _keep_only(tree, nodes)
                 skip.append(_BOILERPLATE_CSS)
@@ -659,9 +702,8 @@ def content_text(
     """
     if not isinstance(rules, ContentRules):
         raise TypeError(f"rules ({rules!r}) must be a ContentRules; use ContentRules.build().")
-    text = _decode(html, encoding)
-    text = _SURROGATE.sub("\ufffd", text.replace("\x00", "\ufffd"))
-    return normalize_text(_extract(text, rules), rules)
+    text, codec = _decode_with_codec(html, encoding)
+    return normalize_text(_extract(_clean(text, codec), rules), rules)
 
 
 class Digest(NamedTuple):

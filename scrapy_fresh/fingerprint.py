@@ -147,15 +147,20 @@ def _parser() -> etree.HTMLParser:
 def _decode(html: str | bytes, encoding: str | None) -> str:
     """Return ``html`` as text: BOM, then ``encoding``, then the document's own
     declaration, then UTF-8; undecodable bytes become U+FFFD."""
+    return _decode_with_codec(html, encoding)[0]
+
+
+def _decode_with_codec(html: str | bytes, encoding: str | None) -> tuple[str, str | None]:
+    """:func:`_decode`, and the name of the codec that decoded ``html`` (None for str)."""
     if isinstance(html, str):
-        return html
+        return html, None
     if isinstance(html, (bytearray, memoryview)):
         html = bytes(html)
     elif not isinstance(html, bytes):
         raise TypeError(f"html ({type(html).__name__}) must be str or bytes.")
     bom_encoding, bom = read_bom(html)
     if bom_encoding is not None and bom is not None:
-        return to_unicode(html[len(bom) :], bom_encoding)
+        return to_unicode(html[len(bom) :], bom_encoding), bom_encoding
     if encoding is not None:
         name = _resolve(encoding)
     else:
@@ -163,7 +168,7 @@ def _decode(html: str | bytes, encoding: str | None) -> str:
         # A declaration readable as ASCII cannot be UTF-16/32 (WHATWG: use UTF-8 instead).
         name = "utf-8" if declared is None or declared.startswith("utf-16") else declared
         name = "utf-8" if name.startswith("utf-32") else name
-    return to_unicode(html, name)
+    return to_unicode(html, name), name
 
 
 @functools.lru_cache(maxsize=64)

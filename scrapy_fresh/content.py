@@ -703,7 +703,24 @@ def content_text(
     if not isinstance(rules, ContentRules):
         raise TypeError(f"rules ({rules!r}) must be a ContentRules; use ContentRules.build().")
     text, codec = _decode_with_codec(html, encoding)
-    return normalize_text(_extract(_clean(text, codec), rules), rules)
+    return normalize_text(_extract(separate_xml(_clean(text, codec)), rules), rules)
+
+
+_XML_DECLARATION = re.compile(r"\s*<\?xml\b", re.IGNORECASE)
+_BETWEEN_TAGS = re.compile(r">\s*<")
+
+
+def separate_xml(text: str) -> str:
+    """An XML document (a sitemap, a feed: it starts with ``<?xml``) with a space between
+    its elements: an HTML parser knows none of them, so their texts would run together
+    (``post-1`` and ``2000-01-01`` as ``post-12000-01-01``, which no date rule sees).
+
+    >>> separate_xml('<?xml version="1.0"?><url><loc>a</loc><lastmod>b</lastmod></url>')
+    '<?xml version="1.0"?> <url> <loc>a</loc> <lastmod>b</lastmod> </url>'
+    >>> separate_xml("<p><b>x</b><i>y</i></p>")  # HTML is left as it is
+    '<p><b>x</b><i>y</i></p>'
+    """
+    return _BETWEEN_TAGS.sub("> <", text) if _XML_DECLARATION.match(text) else text
 
 
 class Digest(NamedTuple):

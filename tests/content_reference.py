@@ -103,7 +103,7 @@ def content_text(
 ) -> str:
     text = _decode(html, encoding)
     text = _SURROGATE.sub("\ufffd", text.replace("\x00", "\ufffd"))
-    return normalize(extract(text, rules), rules)
+    return normalize(extract(content.separate_xml(text), rules), rules)
 
 
 def digest(

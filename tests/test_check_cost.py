@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from scrapy.http import HtmlResponse, Response, XmlResponse
 
+from scrapy_fresh.content import digest
 from scrapy_fresh.fingerprint import fingerprint_html
 from scrapy_fresh.middlewares import (
     FreshDownloaderMiddleware,
@@ -136,8 +137,8 @@ def _sitemap_visit(page: Any, lastmod: float) -> tuple[Any, Any]:
     url = "http://a.example/sitemap.xml"
     when = datetime.fromtimestamp(lastmod, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S+00:00")
     body = (SITEMAP % when).encode()
-    old = (SITEMAP % "2000-01-01T00:00:00+00:00").encode()
-    h, request = page(url=url, fingerprint=fingerprint_html(old))
+    old = digest((SITEMAP % "2000-01-01T00:00:00+00:00").encode())  # as a visit stores it
+    h, request = page(url=url, fingerprint=old.simhash, content_hash=old.exact)
     provider_mw = FreshProviderMiddleware.from_crawler(h.crawler)
     spider_mw = FreshSpiderMiddleware.from_crawler(h.crawler)
     provider_mw.process_request(request)

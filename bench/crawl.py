@@ -197,15 +197,16 @@ def profiled(
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
     runner = ROOT / "tests" / "realsite_runner.py"
-    subprocess.run(
-        [sys.executable, "-m", "cProfile", "-o", str(out), str(runner), str(config_path)],
-        check=True,
-        env=env,
-        cwd=work,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        timeout=args.timeout * 3,
-    )
+    with out.with_suffix(".log").open("w") as log:  # the crawl's log, next to its profile
+        subprocess.run(
+            [sys.executable, "-m", "cProfile", "-o", str(out), str(runner), str(config_path)],
+            check=True,
+            env=env,
+            cwd=work,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            timeout=args.timeout * 3,
+        )
     return float(getattr(pstats.Stats(str(out)), "total_tt", 0.0))
 
 

@@ -28,7 +28,8 @@ less than the wall-clock one. Goals (issue 14): first crawl
 >= 0.95x, re-crawl of unchanged pages >= 3x.
 
 ``--profile FILE`` then runs the add-on's first crawl once more under cProfile (on a
-fresh store), writes the profile to FILE and prints the costliest functions.
+fresh store), writes the profile to FILE and prints the costliest functions; then the
+same for its all-due re-crawl of that store (to FILE with the suffix ``.again.prof``).
 
 Usage::
 
@@ -174,38 +175,46 @@ def table(results: dict[str, Measured]) -> str:
     return "\n".join(rows)
 
 
-def profiled(args: argparse.Namespace, server: Nginx, work: Path, out: Path, fresh: bool) -> float:
-    """One first crawl (the add-on's on a fresh store, or plain Scrapy's) under cProfile
-    in the crawl process; the profile goes to ``out``. Return its total seconds."""
+def profiled(
+    args: argparse.Namespace, server: Nginx, work: Path, out: Path, fresh: bool,
+    clock_offset: float = 0.0,
+) -> float:  # fmt: skip
+    """One crawl (the add-on's, or plain Scrapy's) under cProfile in the crawl process;
+    the profile goes to ``out``. The add-on's store is ``work/profiled``: fresh for its
+    first crawl, then re-crawled with ``clock_offset``. Return its total seconds."""
     import json
 
-    config = {
+    config: dict[str, Any] = {
         "spider": "links",
         "start": [server.url("/index.html")],
         "settings": settings(args, work / "profiled" if fresh else None),
         "output": str(out.with_suffix(".json")),
     }
+    if clock_offset:
+        config["clock_offset"] = clock_offset
     config_path = out.with_suffix(".config.json")
     config_path.write_text(json.dumps(config))
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
     runner = ROOT / "tests" / "realsite_runner.py"
-    subprocess.run(
-        [sys.executable, "-m", "cProfile", "-o", str(out), str(runner), str(config_path)],
-        check=True,
-        env=env,
-        cwd=work,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        timeout=args.timeout * 3,
-    )
+    with out.with_suffix(".log").open("w") as log:  # the crawl's log, next to its profile
+        subprocess.run(
+            [sys.executable, "-m", "cProfile", "-o", str(out), str(runner), str(config_path)],
+            check=True,
+            env=env,
+            cwd=work,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            timeout=args.timeout * 3,
+        )
     return float(getattr(pstats.Stats(str(out)), "total_tt", 0.0))
 
 
 def profile(args: argparse.Namespace, server: Nginx, work: Path, out: Path) -> None:
-    """Profile plain Scrapy's and the add-on's first crawls; print where the add-on's
-    time goes: its own functions by cumulative time (nested calls overlap), as a share
-    of the add-on's crawl."""
+    """Profile plain Scrapy's and the add-on's first crawls, then the add-on's all-due
+    re-crawl (to FILE with the suffix ``.again.prof``); print where the add-on's time
+    goes: its own functions by cumulative time (nested calls overlap), as a share of
+    the add-on's crawl."""
     plain_total = profiled(args, server, work, out.with_suffix(".plain.prof"), fresh=False)
     total = profiled(args, server, work, out, fresh=True)
     print(
@@ -213,6 +222,15 @@ def profile(args: argparse.Namespace, server: Nginx, work: Path, out: Path) -> N
         f"the add-on {total:.1f} s ({total - plain_total:+.1f} s); {out} and "
         f"{out.with_suffix('.plain.prof')}"
     )
+    show(args, out, total)
+    again = out.with_suffix(".again.prof")
+    total = profiled(args, server, work, again, fresh=True, clock_offset=MONTH)
+    print(f"\nProfile (cProfile, the add-on's all-due re-crawl): {total:.1f} s; {again}")
+    show(args, again, total)
+
+
+def show(args: argparse.Namespace, out: Path, total: float) -> None:
+    """Print scrapy_fresh's functions of the profile ``out`` by cumulative time."""
     stats = pstats.Stats(str(out))
     rows = []
     for (file, line, func), (_, calls, own, cumulative, _) in stats.stats.items():  # type: ignore[attr-defined]

@@ -29,19 +29,21 @@ __all__ = ["url_host", "url_key"]
 
 _LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
 _QUERY_WORD = r"[A-Za-z0-9._~-]"
+#: A port w3lib and urlsplit accept, as they write it: 1-65535 without leading zeros.
+_PORT = r"(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3})"
 #: URLs whose canonical form w3lib would leave as it is but for the query order, an
 #: empty path ("/"), an empty query ("?") and the fragment: http(s), a lower-case
-#: ASCII host (no IDNA "xn--" labels), a port without leading zeros, a path of
+#: ASCII host (no IDNA "xn--" labels), a port of 1-65535 without leading zeros, a path of
 #: characters w3lib keeps (no "%", ";" params, "'" or dot segments), a query of
 #: ``name[=value]`` pairs of unreserved characters.
 _PLAIN_URL = re.compile(
-    rf"(https?)://((?!xn--){_LABEL}(?:\.(?!xn--){_LABEL})*(?::[1-9][0-9]{{0,3}})?)"
+    rf"(https?)://((?!xn--){_LABEL}(?:\.(?!xn--){_LABEL})*(?::{_PORT})?)"
     r"((?:/[A-Za-z0-9._~!$&()*+,=:@-]*)*)"
     rf"(?:\?((?:{_QUERY_WORD}+(?:={_QUERY_WORD}*)?(?:&{_QUERY_WORD}+(?:={_QUERY_WORD}*)?)*)?))?"
     r"(?:#[A-Za-z0-9/?._~!$&()*+,=:@-]*)?"
 )
 #: The host and port of an http(s) URL without user info, IPv6 address or odd port.
-_PLAIN_HOST = re.compile(r"(?:https?|HTTPS?)://([A-Za-z0-9.-]+)(?::([1-9][0-9]{0,3}))?(?:[/?#]|$)")
+_PLAIN_HOST = re.compile(rf"(?:https?|HTTPS?)://([A-Za-z0-9.-]+)(?::({_PORT}))?(?:[/?#]|$)")
 _DOT_SEGMENT = re.compile(r"/\.\.?(?:/|$)")
 
 

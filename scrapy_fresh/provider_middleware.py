@@ -563,13 +563,15 @@ class FreshProviderMiddleware:
                 self._count_skipped(answer.report)
                 own.extend(answer)
         try:
+            before = _snapshot(state)  # the visit wrote the record as it is now
             moved = self.tracker.after_visit(state, outcome, now, own)
             if outcome in (Outcome.GONE, Outcome.ERROR):
                 return
             if postpone:
                 state.next_due = max(state.next_due, now + self.runtime.config.max_refresh_secs)
                 moved = True
-            self.runtime.store.put(state)
+            if _snapshot(state) != before:
+                self.runtime.store.put(state)
         except StoreError as exc:
             self.runtime.store_error("write provider signals to", exc, state.url)
             return
@@ -654,6 +656,15 @@ class FreshProviderMiddleware:
             {"outcome": report.outcome, "url": url, "error": report.error},
             extra={"spider": self.crawler.spider},
         )
+
+
+def _snapshot(state: PageState) -> dict[str, Any]:
+    """The fields of ``state``, its lists and dicts copied: equal snapshots, equal records
+    (the tracker assigns fields and mutates their lists, never their items)."""
+    return {
+        name: value.copy() if isinstance(value, (list, dict)) else value
+        for name, value in state.__dict__.items()
+    }
 
 
 def _rename(signals: Signals, old: str, new: str) -> Signals:

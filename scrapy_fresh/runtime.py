@@ -273,6 +273,9 @@ class FreshRuntime:
         #: Redis store: each host's validator counters as last handed to the store (a
         #: visit adds the difference to the shared site record, see _commit_leased).
         self._checks_synced: dict[str, dict[str, int]] = {}
+        #: SQLite and memory stores: each host's site record as last written by a visit
+        #: (only visits write it, each in its own transaction): read from the store once.
+        self._sites: dict[str, SiteState] = {}
         #: Pages that answered 200 to matching validators in this run.
         self.ignored_pages: set[str] = set()
         #: Pages whose ETag changed while their content did not, in this run.
@@ -521,11 +524,14 @@ class FreshRuntime:
             else None
         )
         if written is None:
-            try:
-                site = self.store.get_site(state.host) or SiteState(state.host)
-            except StoreError as exc:
-                self.store_error("read the site of", exc, state.url)
-                site = SiteState(state.host)
+            site = self._sites.get(state.host)
+            if site is None:
+                try:
+                    site = self.store.get_site(state.host) or SiteState(state.host)
+                except StoreError as exc:
+                    self.store_error("read the site of", exc, state.url)
+                    site = SiteState(state.host)
+                self._sites[state.host] = site
             record_visit(state, outcome, now, self.policy, site, check_cost=cost)
             if checks is not None:
                 site.checks = checks.counts()  # what this run learned holds in the next
@@ -533,16 +539,18 @@ class FreshRuntime:
                 self.store.put(state)
                 self.store.put_site(site)
             except StoreError as exc:
+                self._sites.pop(state.host, None)  # read again: the store has the truth
                 self.store_error("write", exc, state.url)
         if written is not False:
             self.stat(OUTCOME_STATS[outcome])
         self.report_regressions()
-        logger.debug(
-            "scrapy_fresh: %(url)s %(outcome)s; next visit in %(secs).0f s%(lost)s",
-            {"url": state.url, "outcome": outcome.value, "secs": state.next_due - now,
-             "lost": "" if written is not False else " (not written: lease lost)"},
-            extra={"spider": self.crawler.spider},
-        )  # fmt: skip
+        if logger.isEnabledFor(logging.DEBUG):  # per visit: no arguments built for nothing
+            logger.debug(
+                "scrapy_fresh: %(url)s %(outcome)s; next visit in %(secs).0f s%(lost)s",
+                {"url": state.url, "outcome": outcome.value, "secs": state.next_due - now,
+                 "lost": "" if written is not False else " (not written: lease lost)"},
+                extra={"spider": self.crawler.spider},
+            )  # fmt: skip
         for listener in list(self.visit_listeners):  # the host answered, even so
             listener(state)
         if written is False:

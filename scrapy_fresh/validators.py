@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from datetime import timezone
 from email.utils import parsedate_to_datetime
+from functools import lru_cache
 
 __all__ = [
     "Check",
@@ -70,6 +71,11 @@ def parse_http_date(value: str | None) -> float | None:
     """
     if not value or not isinstance(value, str):
         return None
+    return _parse_http_date(value)
+
+
+@lru_cache(maxsize=1024)  # a page's date is read when it is sent, judged and recorded
+def _parse_http_date(value: str) -> float | None:
     try:
         parsed = parsedate_to_datetime(value.strip())
     except (TypeError, ValueError, IndexError, OverflowError):

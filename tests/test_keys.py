@@ -44,7 +44,10 @@ _hosts = st.sampled_from(
         "a..b", ".a", "a-", "-a", "a" * 64 + ".com", "exämple.com", "[::1]", "user@host",
     ]
 )  # fmt: skip
-_ports = st.sampled_from(["", ":80", ":8080", ":0", ":080", ":65535", ":99999", ":"])
+_ports = st.sampled_from(
+    ["", ":80", ":8080", ":0", ":080", ":65535", ":99999", ":", ":54321", ":65536", ":65529",
+     ":10000", ":09999", ":100000", ":6553", ":64999"]
+)  # fmt: skip
 _paths = st.text(alphabet=_URL_CHARS, max_size=20) | st.sampled_from(
     ["", "/", "/a/../b", "/./a", "/a/.", "/a/..", "/.well-known/x", "/a.b/c", "/%7e", "/a;b"]
 )
@@ -88,6 +91,7 @@ def test_fast_key_equals_w3lib_key(url, method, body):
     [
         "http://host7.example/page/123?ref=listing&lang=en&sort=recent",
         "https://example.com:8443/a/b?z=1&a&a=0#top",
+        "http://127.0.0.1:54321/page-17.html",
         "http://example.com",
         "http://example.com/x?",
     ],

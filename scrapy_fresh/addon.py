@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.misc import load_object
 
-from scrapy_fresh import default_settings
+from scrapy_fresh.config import flag
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -68,7 +68,7 @@ class Addon:
     """
 
     def update_settings(self, settings: BaseSettings) -> None:
-        if not settings.getbool("FRESH_ENABLED", default_settings.FRESH_ENABLED):
+        if not flag(settings, "FRESH_ENABLED"):
             raise NotConfigured("FRESH_ENABLED is False")
         settings.set("SCHEDULER", SCHEDULER, priority="addon")
         for name, (path, order) in COMPONENTS.items():

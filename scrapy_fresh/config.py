@@ -23,7 +23,7 @@ from scrapy_fresh.store.base import Provider, StateStore
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
-__all__ = ["CHECK_MODES", "MODES", "STORES", "FreshConfig", "parse_provider"]
+__all__ = ["CHECK_MODES", "MODES", "STORES", "FreshConfig", "flag", "parse_provider"]
 
 MODES = ("cycle", "continuous")
 CHECK_MODES = ("auto", "conditional", "head", "none")
@@ -60,7 +60,7 @@ def _setting(settings: BaseSettings, name: str) -> Any:
     return settings.get(name, getattr(default_settings, name))
 
 
-def _flag(settings: BaseSettings, name: str) -> bool:
+def flag(settings: BaseSettings, name: str) -> bool:
     """A boolean setting, with its default from :mod:`scrapy_fresh.default_settings`:
     True/False, 1/0, or "true"/"false", as Scrapy's getbool reads them."""
     raw = _setting(settings, name)
@@ -259,7 +259,7 @@ class FreshConfig:
             _setting(settings, "FRESH_FIELD_RULES"), "FRESH_FIELD_RULES"
         )
         config = cls(
-            enabled=_flag(settings, "FRESH_ENABLED"),
+            enabled=flag(settings, "FRESH_ENABLED"),
             store=store,
             sqlite_path=sqlite_path,
             mode=_choice(settings, "FRESH_MODE", MODES),
@@ -275,7 +275,7 @@ class FreshConfig:
             min_check_cost_ratio=_number(
                 settings, "FRESH_MIN_CHECK_COST_RATIO", low=0.0, low_open=True, high=1.0
             ),
-            length_probe=_flag(settings, "FRESH_LENGTH_PROBE"),
+            length_probe=flag(settings, "FRESH_LENGTH_PROBE"),
             length_probe_full_every=_integer(settings, "FRESH_LENGTH_PROBE_FULL_EVERY", low=0),
             default_refresh_secs=_number(
                 settings, "FRESH_DEFAULT_REFRESH_SECS", low=0.0, low_open=True
@@ -286,7 +286,7 @@ class FreshConfig:
             pc_upper=_number(settings, "FRESH_PC_UPPER", low=0.0, low_open=True, high=1.0),
             pc_half_life_visits=_number(settings, "FRESH_PC_HALF_LIFE_VISITS", low=0.0),
             providers=_providers(settings),
-            drop_unchanged_items=_flag(settings, "FRESH_DROP_UNCHANGED_ITEMS"),
+            drop_unchanged_items=flag(settings, "FRESH_DROP_UNCHANGED_ITEMS"),
             fingerprint_fields=fp_fields,
             field_rules=field_rules,
             fingerprint_threshold_bits=_integer(
@@ -301,25 +301,25 @@ class FreshConfig:
             priority_beta=_number(settings, "FRESH_PRIORITY_BETA", low=0.0, high=1.0),
             priority_window_cycles=_integer(settings, "FRESH_PRIORITY_WINDOW_CYCLES", low=2),
             priority_score=_choice(settings, "FRESH_PRIORITY_SCORE", SCORE_RULES),
-            cycle_fill=_flag(settings, "FRESH_CYCLE_FILL"),
+            cycle_fill=flag(settings, "FRESH_CYCLE_FILL"),
             visit_log=visit_log.strip(),
             progress_secs=_number(settings, "FRESH_PROGRESS_SECS", low=0.0),
             redis_key=redis_key.strip(),
             redis_lease_secs=_number(settings, "FRESH_REDIS_LEASE_SECS", low=0.0, low_open=True),
-            provider_signals=_flag(settings, "FRESH_PROVIDER_SIGNALS"),
-            provider_autodetect=_flag(settings, "FRESH_PROVIDER_AUTODETECT"),
+            provider_signals=flag(settings, "FRESH_PROVIDER_SIGNALS"),
+            provider_autodetect=flag(settings, "FRESH_PROVIDER_AUTODETECT"),
             provider_max_bytes=_integer(settings, "FRESH_PROVIDER_MAX_BYTES", low=1),
             provider_max_inflated_bytes=_integer(
                 settings, "FRESH_PROVIDER_MAX_INFLATED_BYTES", low=1
             ),
             provider_max_entries=_integer(settings, "FRESH_PROVIDER_MAX_ENTRIES", low=1),
-            provider_sitemaps=_flag(settings, "FRESH_PROVIDER_SITEMAPS"),
-            provider_fetch_robots=_flag(settings, "FRESH_PROVIDER_FETCH_ROBOTS"),
+            provider_sitemaps=flag(settings, "FRESH_PROVIDER_SITEMAPS"),
+            provider_fetch_robots=flag(settings, "FRESH_PROVIDER_FETCH_ROBOTS"),
             provider_max_sitemaps=_integer(settings, "FRESH_PROVIDER_MAX_SITEMAPS", low=1),
             provider_max_sitemap_depth=_integer(
                 settings, "FRESH_PROVIDER_MAX_SITEMAP_DEPTH", low=0
             ),
-            trust=_flag(settings, "FRESH_TRUST"),
+            trust=flag(settings, "FRESH_TRUST"),
             trust_threshold=_number(settings, "FRESH_TRUST_THRESHOLD", low=0.0, high=1.0),
             trust_recover=_number(settings, "FRESH_TRUST_RECOVER", low=0.0, high=1.0),
             trust_quiet_evidence=_number(settings, "FRESH_TRUST_QUIET_EVIDENCE", low=0.0),

@@ -25,6 +25,7 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
 from scrapy_fresh import default_settings
+from scrapy_fresh.config import flag
 from scrapy_fresh.runtime import FreshRuntime, resolve_sqlite_path
 
 if TYPE_CHECKING:
@@ -84,7 +85,7 @@ class VisitLog:
         # Settings are validated (FreshRuntime.of) when the spider opens, as for the
         # other components: a bad FRESH_* value fails the crawl, not the crawler's creation.
         settings = crawler.settings
-        if not settings.getbool("FRESH_ENABLED", default_settings.FRESH_ENABLED):
+        if not flag(settings, "FRESH_ENABLED"):
             raise NotConfigured("FRESH_ENABLED is False.")
         path = settings.get("FRESH_VISIT_LOG", default_settings.FRESH_VISIT_LOG)
         if not path:

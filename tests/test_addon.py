@@ -201,3 +201,14 @@ def test_each_spider_has_its_own_sqlite_store_by_default(tmp_path: Path) -> None
 def test_sqlite_path_with_a_bad_placeholder_fails_at_start_up(path: str) -> None:
     with pytest.raises(ConfigError, match=r"FRESH_SQLITE_PATH .* %\(spider\)s"):
         FreshRuntime.of(get_crawler(_Spider, {"FRESH_SQLITE_PATH": path}))
+
+
+@pytest.mark.parametrize("value", ["maybe", 2, [True]])
+def test_a_bad_fresh_enabled_names_the_setting_when_the_addon_starts(value: object) -> None:
+    """Not Scrapy's unnamed ValueError from getbool: the add-on reads the flag itself."""
+
+    class S(Spider):
+        name = "s"
+
+    with pytest.raises(ConfigError, match="FRESH_ENABLED"):
+        get_crawler(S, {"ADDONS": {"scrapy_fresh.Addon": 0}, "FRESH_ENABLED": value})

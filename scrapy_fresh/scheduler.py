@@ -397,6 +397,19 @@ class FreshScheduler(BaseScheduler):
         records = runtime.records
         now = self._now
         key = url_key(request.url, request.method, request.body)
+        lease = runtime.leases.get(key)
+        rebuilt_waiting = lease is not None and not lease.handed and lease.request is None
+        if not rebuilt_waiting and (
+            lease is not None or key in records.settled or key in records.pending
+        ):  # a duplicate (the common case on link-dense pages): decided before any parsing
+            if force and key not in self._rebuilt:
+                return self._enqueue_plain(request)
+            runtime.stat(
+                "fresh/requests/skipped_in_flight"
+                if lease is not None and lease.handed
+                else "fresh/requests/duplicate"
+            )
+            return False
         host = url_host(request.url)
         try:
             provider = self._provider(request.meta, host)
@@ -409,8 +422,7 @@ class FreshScheduler(BaseScheduler):
             )
             return False
         seen = self._sighting(request, host)
-        lease = runtime.leases.get(key)
-        if lease is not None and not lease.handed and lease.request is None:
+        if rebuilt_waiting and lease is not None:
             # Due, waiting in the frontier, to be rebuilt from its record: the spider's
             # own request goes instead.
             lease.request = request
@@ -418,15 +430,6 @@ class FreshScheduler(BaseScheduler):
             if state is not None:
                 records.merge(state, seen)
             return True
-        if lease is not None or key in records.settled or key in records.pending:
-            if force and key not in self._rebuilt:
-                return self._enqueue_plain(request)
-            runtime.stat(
-                "fresh/requests/skipped_in_flight"
-                if lease is not None and lease.handed
-                else "fresh/requests/duplicate"
-            )
-            return False
         if self._shared is not None:  # the shared frontier hands every page out
             records.add(self._new_record(request, key, host, seen, provider, now))
             records.settle(key)

@@ -83,8 +83,10 @@ class SpawnedCrawl:
         return _result(self.process.returncode, self.output, stdout + stderr, check)
 
 
-def spawn_crawl(config: dict[str, Any], workdir: Path) -> SpawnedCrawl:
-    """Start tests/crawl_runner.py with ``config`` in a subprocess; do not wait."""
+def spawn_crawl(
+    config: dict[str, Any], workdir: Path, runner: Path = ROOT / "tests" / "crawl_runner.py"
+) -> SpawnedCrawl:
+    """Start ``runner`` (tests/crawl_runner.py) with ``config`` in a subprocess; do not wait."""
     workdir.mkdir(parents=True, exist_ok=True)
     n = len(list(workdir.glob("crawl-*.json")))
     config_path = workdir / f"crawl-{n}.json"
@@ -93,7 +95,7 @@ def spawn_crawl(config: dict[str, Any], workdir: Path) -> SpawnedCrawl:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
     process = subprocess.Popen(
-        [sys.executable, str(ROOT / "tests" / "crawl_runner.py"), str(config_path)],
+        [sys.executable, str(runner), str(config_path)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

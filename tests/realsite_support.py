@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import email.utils
 import json
-import os
 import subprocess
-import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from tests.conftest import spawn_crawl
 from tests.nginx_support import Logged
 
 if TYPE_CHECKING:
@@ -73,22 +72,8 @@ class Started:
 
 def start_crawl(config: dict[str, Any], workdir: Path) -> Started:
     """Start one crawl of tests/realsite_runner.py; ``finish()`` waits for it."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    n = len(list(workdir.glob("crawl-*.json")))
-    config_path = workdir / f"crawl-{n}.json"
-    output = workdir / f"result-{n}.json"
-    config_path.write_text(json.dumps({**config, "output": str(output)}))
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
-    process = subprocess.Popen(
-        [sys.executable, str(RUNNER), str(config_path)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        cwd=workdir,
-    )
-    return Started(process, output)
+    spawned = spawn_crawl(config, workdir, RUNNER)
+    return Started(spawned.process, spawned.output)
 
 
 def run_crawl(config: dict[str, Any], workdir: Path, timeout: float = 120.0) -> RealCrawl:

@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-test
 
-.PHONY: test venv lint docs bench demo clean
+.PHONY: test test-fast check venv lint docs bench demo clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -16,8 +16,16 @@ $(STAMP): $(BIN)/python setup.py pyproject.toml scrapy_fresh/_speedups.c
 
 venv: $(STAMP)
 
-test: $(STAMP)
-	$(BIN)/python -m pytest -q
+# What CI runs (.ci/run): the checks that are quick and fail early, then every test.
+test: check
+	$(BIN)/python -m pytest -q -n 2
+
+# The everyday loop: no real-site crawls on nginx, no tests marked slow; two workers.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -n 2 -m "not realsite and not slow"
+
+# Lint, format, strict typing and the docs (warnings are errors).
+check: lint docs
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

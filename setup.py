@@ -28,11 +28,12 @@ setup(
     python_requires=">=3.10",
     install_requires=[
         "scrapy>=2.13",
-        "protego>=0.3",
+        # imported directly (scrapy brings them too)
+        "Twisted>=21.7",
+        "itemadapter>=0.8",
         "w3lib>=2.1",
         "lxml>=5",
         "numpy>=1.24",
-        "simhash>=2.1",
         # the page digest's HTML5 parser and text extraction (scrapy_fresh/content.py)
         "resiliparse>=0.15",
     ],
@@ -41,6 +42,9 @@ setup(
         "test": [
             "pytest>=8",
             "pytest-twisted>=1.14",
+            "pytest-xdist>=3.5",
+            # the reference simhash the fingerprint tests and benchmarks compare against
+            "simhash>=2.1",
             "hypothesis>=6.100",
             "redis>=5",
             "scrapy-redis>=0.9",

@@ -150,7 +150,7 @@ def replay(
     seen: dict[str, object] = {}
 
     def factory(ctx: Context) -> SignalledFresh | object:
-        from scrapy_fresh.simulator.policies import POLICIES
+        from scrapy_fresh.simulator.replay import POLICIES
 
         if row.signals == "off":
             policy: object = POLICIES["fresh"](ctx)

@@ -148,8 +148,8 @@ class ScrapyRedis:
 
 class Fresh:
     def __init__(self, port: int, spider: Any) -> None:
-        from scrapy_fresh.frontier.redis_frontier import RedisFrontier, due_priority
-        from scrapy_fresh.store.redis import RedisStore
+        from scrapy_fresh.distributed.frontier import RedisFrontier, due_priority
+        from scrapy_fresh.distributed.store import RedisStore
 
         self.spider = spider
         self.store = RedisStore(_client(port), f"{PREFIX}:fresh", priority=due_priority())
@@ -158,8 +158,8 @@ class Fresh:
     def enqueue(self, urls: list[str], batch: int) -> int:
         from scrapy import Request
 
+        from scrapy_fresh.crawl.requestinfo import request_info
         from scrapy_fresh.keys import url_host, url_key
-        from scrapy_fresh.requestinfo import request_info
         from scrapy_fresh.store.base import PageState
 
         now = time.time()
@@ -185,9 +185,10 @@ class Fresh:
         return accepted
 
     def dequeue(self, batch: int, commit: bool) -> int:
-        from scrapy_fresh.frontier.redis_frontier import Visit
-        from scrapy_fresh.frontier.revisit import Outcome, record_visit
-        from scrapy_fresh.requestinfo import rebuild_request
+        from scrapy_fresh.crawl.requestinfo import rebuild_request
+        from scrapy_fresh.distributed.frontier import Visit
+        from scrapy_fresh.frontier.revisit import record_visit
+        from scrapy_fresh.outcome import Outcome
 
         out = 0
         policy = _policy()
@@ -265,10 +266,10 @@ def site_url(i: int, hosts: int) -> str:
 
 def site_setup(port: int, prefix: str, total: int, hosts: int) -> None:
     """``total`` pages visited once before, due now, over ``hosts`` hosts."""
-    from scrapy_fresh.frontier.redis_frontier import RedisFrontier, due_priority
+    from scrapy_fresh.distributed.frontier import RedisFrontier, due_priority
+    from scrapy_fresh.distributed.store import RedisStore
     from scrapy_fresh.keys import url_key
     from scrapy_fresh.store.base import PageState, Status
-    from scrapy_fresh.store.redis import RedisStore
 
     store = RedisStore(_client(port), prefix, priority=due_priority())
     frontier = RedisFrontier(store)
@@ -291,11 +292,12 @@ def site_worker(kind: str, port: int, prefix: str, visits: int, barrier: Any, ou
 
     import redis
 
-    from scrapy_fresh.frontier.redis_frontier import RedisFrontier, due_priority
-    from scrapy_fresh.frontier.revisit import Outcome, record_visit
-    from scrapy_fresh.store import _redis_lua as lua
+    from scrapy_fresh.distributed import _lua as lua
+    from scrapy_fresh.distributed.frontier import RedisFrontier, due_priority
+    from scrapy_fresh.distributed.store import RedisStore, decode_site, encode_record, encode_site
+    from scrapy_fresh.frontier.revisit import record_visit
+    from scrapy_fresh.outcome import Outcome
     from scrapy_fresh.store.base import SiteState
-    from scrapy_fresh.store.redis import RedisStore, decode_site, encode_record, encode_site
 
     client = _client(port)
     store = RedisStore(client, prefix, priority=due_priority())
@@ -363,7 +365,7 @@ def site_worker(kind: str, port: int, prefix: str, visits: int, barrier: Any, ou
 
 
 def run_sites(kind: str, port: int, workers: int, visits: int, hosts: int) -> dict[str, Any]:
-    from scrapy_fresh.store.redis import RedisStore
+    from scrapy_fresh.distributed.store import RedisStore
 
     client = _client(port)
     client.flushall()
@@ -425,11 +427,11 @@ def record_worker(kind: str, port: int, prefix: str, ops: int, seed: int, barrie
     ``racy`` with a plain ``put_many``, ``cas`` through the crawl's store)."""
     import random as rnd
 
-    from scrapy_fresh.distributed import OutageSafeStore
-    from scrapy_fresh.frontier.redis_frontier import RedisFrontier, due_priority
-    from scrapy_fresh.frontier.revisit import Outcome
+    from scrapy_fresh.distributed.frontier import RedisFrontier, due_priority
+    from scrapy_fresh.distributed.shared import OutageSafeStore
+    from scrapy_fresh.distributed.store import RedisStore
+    from scrapy_fresh.outcome import Outcome
     from scrapy_fresh.store.base import Status
-    from scrapy_fresh.store.redis import RedisStore
 
     rng = rnd.Random(seed)
     store = RedisStore(_client(port), prefix, priority=due_priority())
@@ -466,7 +468,7 @@ def record_worker(kind: str, port: int, prefix: str, ops: int, seed: int, barrie
 
 
 def run_records(kind: str, port: int, workers: int, ops: int, pages: int) -> dict[str, Any]:
-    from scrapy_fresh.store.redis import RedisStore
+    from scrapy_fresh.distributed.store import RedisStore
 
     client = _client(port)
     client.flushall()

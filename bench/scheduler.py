@@ -17,7 +17,7 @@ Schedulers:
   downloader's slots to pick the least busy one, so the crawler gets a stand-in engine
   whose downloader has Scrapy's own ``Downloader.get_slot_key()`` (the host) and an
   empty ``slots`` dict (nothing is downloading), like Scrapy's own scheduler tests.
-* **fresh** -- ``scrapy_fresh.scheduler.FreshScheduler`` with ``FRESH_STORE="sqlite"``
+* **fresh** -- ``scrapy_fresh.crawl.scheduler.FreshScheduler`` with ``FRESH_STORE="sqlite"``
   (a new file under a temporary directory), cycle mode, no cycle budget,
   ``DOWNLOAD_DELAY=0`` and ``ROBOTSTXT_OBEY=False``. (With ``ROBOTSTXT_OBEY=True``
   the scheduler sends one request per new host and parks the others until that host's
@@ -152,7 +152,7 @@ def build_scrapy(tmp: str) -> tuple[Any, Any]:
 def build_fresh(tmp: str) -> tuple[Any, Any]:
     from scrapy.utils.test import get_crawler
 
-    from scrapy_fresh.scheduler import FreshScheduler
+    from scrapy_fresh.crawl.scheduler import FreshScheduler
 
     spidercls = _spider_class()
     settings = {
@@ -186,8 +186,11 @@ def _all_in_memory_class() -> type[Any]:
     every record) read into memory at open, verbatim."""
     import math
 
-    from scrapy_fresh.frontier.scoring import priority_score, rank_for_budget
-    from scrapy_fresh.scheduler import FreshScheduler
+    from scrapy_fresh.crawl.scheduler import FreshScheduler
+    from scrapy_fresh.frontier.scoring import priority_score
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from tests.budget_oracle import rank_for_budget  # the former rule, all in memory
 
     class AllInMemoryScheduler(FreshScheduler):
         def _load_cycle(self, now: float) -> int:
@@ -266,9 +269,9 @@ def build_cycle_store(path: Path, records: int, hosts: int) -> None:
 def measure_cycle(impl: str, case: str, path: str, trace: bool) -> dict[str, Any]:
     from scrapy.utils.test import get_crawler
 
-    from scrapy_fresh.frontier.revisit import Outcome
-    from scrapy_fresh.runtime import FreshRuntime
-    from scrapy_fresh.scheduler import FreshScheduler
+    from scrapy_fresh.crawl.runtime import FreshRuntime
+    from scrapy_fresh.crawl.scheduler import FreshScheduler
+    from scrapy_fresh.outcome import Outcome
 
     spidercls = _spider_class()
     settings = {

@@ -16,14 +16,26 @@ from typing import TYPE_CHECKING, Any
 from scrapy_fresh import default_settings
 from scrapy_fresh.content import DEFAULT_RULES, ContentRules
 from scrapy_fresh.exceptions import ConfigError
-from scrapy_fresh.frontier.scoring import SCORE_RULES
+from scrapy_fresh.frontier.revisit import RevisitPolicy
+from scrapy_fresh.frontier.scoring import SCORE_RULES, ScoreParams
 from scrapy_fresh.itemfields import FieldRule, parse_field_rules, parse_fields
+from scrapy_fresh.policy.refresh import decay_for_half_life
 from scrapy_fresh.store.base import Provider, StateStore
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
-__all__ = ["CHECK_MODES", "MODES", "STORES", "FreshConfig", "flag", "parse_provider"]
+__all__ = [
+    "CHECK_MODES",
+    "MODES",
+    "STORES",
+    "FreshConfig",
+    "flag",
+    "parse_provider",
+    "pc_decay",
+    "revisit_policy",
+    "score_params",
+]
 
 MODES = ("cycle", "continuous")
 CHECK_MODES = ("auto", "conditional", "head", "none")
@@ -173,55 +185,55 @@ def _providers(settings: BaseSettings) -> dict[str, Provider]:
 class FreshConfig:
     """The validated ``FRESH_*`` settings (see ``docs/reference/settings.rst``)."""
 
-    enabled: bool = True
-    store: str = "sqlite"
-    sqlite_path: str = "fresh/%(spider)s.sqlite"
-    mode: str = "cycle"
-    cycle_budget: int = 0
+    enabled: bool = default_settings.FRESH_ENABLED
+    store: str = default_settings.FRESH_STORE
+    sqlite_path: str = default_settings.FRESH_SQLITE_PATH
+    mode: str = default_settings.FRESH_MODE
+    cycle_budget: int = default_settings.FRESH_CYCLE_BUDGET
     #: None: half the measured time between cycle runs (:mod:`scrapy_fresh.policy.cadence`).
-    cycle_lookahead_secs: float | None = None
-    cycle_max_wait_secs: float = 60.0
-    new_url_share: float = 0.2
-    check: str = "auto"
-    min_check_cost_ratio: float = 0.05
-    length_probe: bool = False
-    length_probe_full_every: int = 4
-    default_refresh_secs: float = 86400.0
-    min_refresh_secs: float = 60.0
-    max_refresh_secs: float = 30 * 86400.0
-    pc_lower: float = 0.3
-    pc_upper: float = 0.7
-    pc_half_life_visits: float = 10.0
+    cycle_lookahead_secs: float | None = default_settings.FRESH_CYCLE_LOOKAHEAD_SECS
+    cycle_max_wait_secs: float = default_settings.FRESH_CYCLE_MAX_WAIT_SECS
+    new_url_share: float = default_settings.FRESH_NEW_URL_SHARE
+    check: str = default_settings.FRESH_CHECK
+    min_check_cost_ratio: float = default_settings.FRESH_MIN_CHECK_COST_RATIO
+    length_probe: bool = default_settings.FRESH_LENGTH_PROBE
+    length_probe_full_every: int = default_settings.FRESH_LENGTH_PROBE_FULL_EVERY
+    default_refresh_secs: float = default_settings.FRESH_DEFAULT_REFRESH_SECS
+    min_refresh_secs: float = default_settings.FRESH_MIN_REFRESH_SECS
+    max_refresh_secs: float = default_settings.FRESH_MAX_REFRESH_SECS
+    pc_lower: float = default_settings.FRESH_PC_LOWER
+    pc_upper: float = default_settings.FRESH_PC_UPPER
+    pc_half_life_visits: float = default_settings.FRESH_PC_HALF_LIFE_VISITS
     providers: dict[str, Provider] = field(default_factory=dict)
-    drop_unchanged_items: bool = False
-    fingerprint_fields: tuple[str, ...] | None = None
+    drop_unchanged_items: bool = default_settings.FRESH_DROP_UNCHANGED_ITEMS
+    fingerprint_fields: tuple[str, ...] | None = default_settings.FRESH_FINGERPRINT_FIELDS
     field_rules: dict[str, FieldRule] = field(default_factory=dict)
-    fingerprint_threshold_bits: int = 3
+    fingerprint_threshold_bits: int = default_settings.FRESH_FINGERPRINT_THRESHOLD_BITS
     content_rules: ContentRules = DEFAULT_RULES
-    gone_confirmations: int = 2
-    error_backoff_secs: float = 300.0
-    priority_alpha: float = 0.8
-    priority_beta: float = 0.8
-    priority_window_cycles: int = 5
-    priority_score: str = "gain"
-    cycle_fill: bool = True
-    visit_log: str = "fresh/visits.jsonl"
-    progress_secs: float = 30.0
-    redis_key: str = "%(spider)s:fresh"
-    redis_lease_secs: float = 600.0
-    provider_signals: bool = True
-    provider_autodetect: bool = True
-    provider_max_bytes: int = 50 * 1024 * 1024
-    provider_max_inflated_bytes: int = 50 * 1024 * 1024
-    provider_max_entries: int = 50_000
-    provider_sitemaps: bool = True
-    provider_fetch_robots: bool = False
-    provider_max_sitemaps: int = 50
-    provider_max_sitemap_depth: int = 2
-    trust: bool = True
-    trust_threshold: float = 0.5
-    trust_recover: float = 0.6
-    trust_quiet_evidence: float = 3.0
+    gone_confirmations: int = default_settings.FRESH_GONE_CONFIRMATIONS
+    error_backoff_secs: float = default_settings.FRESH_ERROR_BACKOFF_SECS
+    priority_alpha: float = default_settings.FRESH_PRIORITY_ALPHA
+    priority_beta: float = default_settings.FRESH_PRIORITY_BETA
+    priority_window_cycles: int = default_settings.FRESH_PRIORITY_WINDOW_CYCLES
+    priority_score: str = default_settings.FRESH_PRIORITY_SCORE
+    cycle_fill: bool = default_settings.FRESH_CYCLE_FILL
+    visit_log: str = default_settings.FRESH_VISIT_LOG
+    progress_secs: float = default_settings.FRESH_PROGRESS_SECS
+    redis_key: str = default_settings.FRESH_REDIS_KEY
+    redis_lease_secs: float = default_settings.FRESH_REDIS_LEASE_SECS
+    provider_signals: bool = default_settings.FRESH_PROVIDER_SIGNALS
+    provider_autodetect: bool = default_settings.FRESH_PROVIDER_AUTODETECT
+    provider_max_bytes: int = default_settings.FRESH_PROVIDER_MAX_BYTES
+    provider_max_inflated_bytes: int = default_settings.FRESH_PROVIDER_MAX_INFLATED_BYTES
+    provider_max_entries: int = default_settings.FRESH_PROVIDER_MAX_ENTRIES
+    provider_sitemaps: bool = default_settings.FRESH_PROVIDER_SITEMAPS
+    provider_fetch_robots: bool = default_settings.FRESH_PROVIDER_FETCH_ROBOTS
+    provider_max_sitemaps: int = default_settings.FRESH_PROVIDER_MAX_SITEMAPS
+    provider_max_sitemap_depth: int = default_settings.FRESH_PROVIDER_MAX_SITEMAP_DEPTH
+    trust: bool = default_settings.FRESH_TRUST
+    trust_threshold: float = default_settings.FRESH_TRUST_THRESHOLD
+    trust_recover: float = default_settings.FRESH_TRUST_RECOVER
+    trust_quiet_evidence: float = default_settings.FRESH_TRUST_QUIET_EVIDENCE
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> FreshConfig:
@@ -372,3 +384,37 @@ class FreshConfig:
                 return None
             name = name.split(".", 1)[1]
         return None
+
+
+def score_params(config: FreshConfig) -> ScoreParams:
+    """The scores' constants from the ``FRESH_PRIORITY_*`` settings (the rate in the
+    ``gain`` score uses the refresh rule's p_c decay, :setting:`FRESH_PC_HALF_LIFE_VISITS`)."""
+    return ScoreParams(
+        alpha=config.priority_alpha,
+        beta=config.priority_beta,
+        s=config.priority_window_cycles,
+        rule=config.priority_score,
+        decay=pc_decay(config.pc_half_life_visits),
+        fill=config.cycle_fill,
+    )
+
+
+def revisit_policy(config: FreshConfig) -> RevisitPolicy:
+    """The refresh rule's parameters (:func:`~scrapy_fresh.frontier.revisit.record_visit`)
+    from the ``FRESH_*`` settings."""
+    return RevisitPolicy(
+        p_l=config.pc_lower,
+        p_g=config.pc_upper,
+        min_refresh_secs=config.min_refresh_secs,
+        max_refresh_secs=config.max_refresh_secs,
+        default_refresh_secs=config.default_refresh_secs,
+        decay=pc_decay(config.pc_half_life_visits),
+        error_backoff_secs=config.error_backoff_secs,
+        gone_confirmations=config.gone_confirmations,
+    )
+
+
+def pc_decay(half_life_visits: float) -> float:
+    """The factor record_visit keeps of old counts per visit, from
+    :setting:`FRESH_PC_HALF_LIFE_VISITS`; 0 means no fading (plain changes / visits)."""
+    return 1.0 if half_life_visits <= 0 else decay_for_half_life(half_life_visits)

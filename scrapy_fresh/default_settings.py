@@ -6,6 +6,8 @@ Enabling flags first, then alphabetical. Each setting is documented in
 
 from __future__ import annotations
 
+from scrapy_fresh.policy.refresh import DEFAULT_HALF_LIFE_VISITS, DEFAULT_P_G, DEFAULT_P_L
+
 FRESH_ENABLED = True
 
 #: Conditional check: "auto" learns per host; "conditional", "head" or "none" force one way.
@@ -65,11 +67,11 @@ FRESH_MODE = "cycle"
 #: Share of each cycle's budget reserved for newly discovered URLs (WebFountain's mix).
 FRESH_NEW_URL_SHARE = 0.2
 #: Degree-of-success band of Sharma & Dixit: p_l.
-FRESH_PC_LOWER = 0.3
+FRESH_PC_LOWER = DEFAULT_P_L
 #: Degree-of-success band of Sharma & Dixit: p_g.
-FRESH_PC_UPPER = 0.7
+FRESH_PC_UPPER = DEFAULT_P_G
 #: Visits after which an old visit counts half in p_c (0 never fades: plain changes/visits).
-FRESH_PC_HALF_LIFE_VISITS = 10.0
+FRESH_PC_HALF_LIFE_VISITS = DEFAULT_HALF_LIFE_VISITS
 #: Provider level per domain: {"example.com": "smart"}; subdomains inherit.
 FRESH_PROVIDERS: dict[str, str] = {}
 #: Raise a page from normal to smart/super when its provider publishes update signals.
@@ -102,7 +104,7 @@ FRESH_PRIORITY_WINDOW_CYCLES = 5
 FRESH_REDIS_KEY = "%(spider)s:fresh"
 #: Redis frontier: seconds a worker holds a URL it took before another worker may take it.
 FRESH_REDIS_LEASE_SECS = 600.0
-#: Seconds between progress log lines of a crawl (0: none); see scrapy_fresh.progress.
+#: Seconds between progress log lines of a crawl (0: none); see scrapy_fresh.crawl.progress.
 FRESH_PROGRESS_SECS = 30.0
 #: Path of the SQLite store; a relative path is resolved under the project's .scrapy/ dir.
 FRESH_SQLITE_PATH = "fresh/%(spider)s.sqlite"

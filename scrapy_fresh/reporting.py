@@ -29,7 +29,7 @@ _SYNCS = frozenset({"new", "changed", "unchanged", "not_modified"})
 
 
 def load_visit_log(path: str | Path) -> tuple[list[dict[str, Any]], int]:
-    """The events of a visit log (:mod:`scrapy_fresh.visitlog`) and how many lines were bad."""
+    """The events of a visit log (:mod:`scrapy_fresh.crawl.visitlog`) and how many lines were bad."""
     events: list[dict[str, Any]] = []
     bad = 0
     with open(path, encoding="utf-8") as handle:

@@ -1,7 +1,7 @@
 """HTTP validators and what a host does with them: the bookkeeping behind the conditional check.
 
 Pure functions and per-host counters, standard library only (no Scrapy): the downloader
-middleware (:mod:`scrapy_fresh.middlewares`) asks :meth:`HostChecks.plan` how to check a
+middleware (:mod:`scrapy_fresh.crawl.middlewares`) asks :meth:`HostChecks.plan` how to check a
 known page and reports what the host answered. See :doc:`/topics/conditional`.
 
 The cheap checks come from the crawling lecture (seed ``clifton-web-crawling-lecture``:

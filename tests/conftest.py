@@ -18,9 +18,9 @@ from scrapy import Request, Spider
 from scrapy.utils.test import get_crawler
 
 if TYPE_CHECKING:  # imported where used, so that a broken module fails its tests only
-    from scrapy_fresh.frontier.revisit import Outcome
-    from scrapy_fresh.runtime import FreshRuntime
-    from scrapy_fresh.scheduler import FreshScheduler
+    from scrapy_fresh.crawl.runtime import FreshRuntime
+    from scrapy_fresh.crawl.scheduler import FreshScheduler
+    from scrapy_fresh.outcome import Outcome
     from scrapy_fresh.store.base import PageState, Provider, SiteState
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -205,7 +205,7 @@ class Harness:
         return out
 
     def record(self, request: Request, outcome: Outcome | None = None) -> None:
-        from scrapy_fresh.frontier.revisit import Outcome
+        from scrapy_fresh.outcome import Outcome
 
         outcome = outcome or Outcome.NOT_MODIFIED
         assert self.runtime.record_outcome(request.meta, outcome) is not None
@@ -268,8 +268,8 @@ def harness() -> Iterator[Callable[..., Harness]]:
         records: list[PageState] | None = None,
         sites: list[SiteState] | None = None,
     ) -> Harness:
-        from scrapy_fresh.runtime import FreshRuntime
-        from scrapy_fresh.scheduler import FreshScheduler
+        from scrapy_fresh.crawl.runtime import FreshRuntime
+        from scrapy_fresh.crawl.scheduler import FreshScheduler
 
         crawler = get_crawler(spider, {"FRESH_STORE": "memory", **(settings or {})})
         crawler.spider = spider.from_crawler(crawler)

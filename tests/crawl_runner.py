@@ -29,7 +29,7 @@ from scrapy import Request, Spider, signals
 from scrapy.crawler import CrawlerProcess
 from scrapy.spiders import SitemapSpider, XMLFeedSpider
 
-from scrapy_fresh.runtime import FreshRuntime
+from scrapy_fresh.crawl.runtime import FreshRuntime
 
 
 class ClockOffset:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from scrapy_fresh.keys import url_host, url_key
-from scrapy_fresh.notify_server import NotifyConfig, NotifyServer
+from scrapy_fresh.notify.server import NotifyConfig, NotifyServer
 from scrapy_fresh.store.base import PageState, Status
 from scrapy_fresh.store.sqlite import SQLiteStore
 

@@ -144,7 +144,7 @@ def sqlite_records(path: Path) -> list[PageState]:
 def redis_records(url: str, prefix: str) -> list[PageState]:
     import redis
 
-    from scrapy_fresh.store.redis import RedisStore
+    from scrapy_fresh.distributed.store import RedisStore
 
     client = redis.Redis.from_url(url)
     try:

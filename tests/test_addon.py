@@ -17,27 +17,28 @@ from scrapy.utils.misc import load_object
 from scrapy.utils.test import get_crawler
 
 import scrapy_fresh
+from scrapy_fresh.crawl.middlewares import FreshDownloaderMiddleware, FreshSpiderMiddleware
+from scrapy_fresh.crawl.pipelines import FreshItemPipeline
+from scrapy_fresh.crawl.progress import FreshProgress
+from scrapy_fresh.crawl.runtime import FreshRuntime
+from scrapy_fresh.crawl.scheduler import FreshScheduler
+from scrapy_fresh.crawl.stores import resolve_sqlite_path
 from scrapy_fresh.exceptions import ConfigError
-from scrapy_fresh.middlewares import FreshDownloaderMiddleware, FreshSpiderMiddleware
-from scrapy_fresh.pipelines import FreshItemPipeline
-from scrapy_fresh.progress import FreshProgress
-from scrapy_fresh.runtime import FreshRuntime, resolve_sqlite_path
-from scrapy_fresh.scheduler import FreshScheduler
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "topics" / "scheduler.rst"
 
 #: The manual setup docs/topics/scheduler.rst shows.
 MANUAL = {
-    "SCHEDULER": "scrapy_fresh.scheduler.FreshScheduler",
+    "SCHEDULER": "scrapy_fresh.crawl.scheduler.FreshScheduler",
     "DOWNLOADER_MIDDLEWARES": {
-        "scrapy_fresh.middlewares.FreshDownloaderMiddleware": 540,
-        "scrapy_fresh.provider_middleware.FreshProviderMiddleware": 535,
+        "scrapy_fresh.crawl.middlewares.FreshDownloaderMiddleware": 540,
+        "scrapy_fresh.crawl.provider_middleware.FreshProviderMiddleware": 535,
     },
-    "SPIDER_MIDDLEWARES": {"scrapy_fresh.middlewares.FreshSpiderMiddleware": 40},
-    "ITEM_PIPELINES": {"scrapy_fresh.pipelines.FreshItemPipeline": 100},
+    "SPIDER_MIDDLEWARES": {"scrapy_fresh.crawl.middlewares.FreshSpiderMiddleware": 40},
+    "ITEM_PIPELINES": {"scrapy_fresh.crawl.pipelines.FreshItemPipeline": 100},
     "EXTENSIONS": {
-        "scrapy_fresh.visitlog.VisitLog": 0,
-        "scrapy_fresh.progress.FreshProgress": 0,
+        "scrapy_fresh.crawl.visitlog.VisitLog": 0,
+        "scrapy_fresh.crawl.progress.FreshProgress": 0,
     },
 }
 
@@ -180,7 +181,7 @@ def test_addon_warns_when_a_project_scheduler_wins(caplog: pytest.LogCaptureFixt
         {"ADDONS": {"scrapy_fresh.Addon": 0}, "SCHEDULER": "scrapy.core.scheduler.Scheduler"},
     )
     assert crawler.settings["SCHEDULER"] == "scrapy.core.scheduler.Scheduler"
-    assert "needs scrapy_fresh.scheduler.FreshScheduler" in caplog.text
+    assert "needs scrapy_fresh.crawl.scheduler.FreshScheduler" in caplog.text
 
 
 def test_each_spider_has_its_own_sqlite_store_by_default(tmp_path: Path) -> None:

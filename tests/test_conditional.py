@@ -9,14 +9,14 @@ import pytest
 from scrapy import Request
 from scrapy.http import HtmlResponse, Response
 
-from scrapy_fresh.fingerprint import fingerprint_html
-from scrapy_fresh.frontier.revisit import Outcome
-from scrapy_fresh.middlewares import (
+from scrapy_fresh.crawl.middlewares import (
     FreshDownloaderMiddleware,
     FreshSpiderMiddleware,
     NotModified,
 )
-from scrapy_fresh.pipelines import FreshItemPipeline
+from scrapy_fresh.crawl.pipelines import FreshItemPipeline
+from scrapy_fresh.fingerprint import fingerprint_html
+from scrapy_fresh.outcome import Outcome
 from scrapy_fresh.store.base import Status
 from scrapy_fresh.validators import HostChecks, head_verdict
 

@@ -290,7 +290,7 @@ def test_hostile_documents_in_a_crawl_are_refused_and_counted(crawl: Any, tmp_pa
 def test_pushed_notification_gets_the_page_fetched_in_the_next_cycle(
     crawl: Any, tmp_path: Path
 ) -> None:
-    from scrapy_fresh.notify import record_changes
+    from scrapy_fresh.notify.record import record_changes
 
     db = tmp_path / "s.sqlite"
     site = news.NewsSite()

@@ -116,7 +116,7 @@ def test_retry_after_waits_add_up_to_the_cycle_limit(harness: Any) -> None:
 def test_continuous_mode_waits_for_a_long_retry_after_capped(harness: Any) -> None:
     from scrapy.http import Response
 
-    from scrapy_fresh.scheduler import MAX_RETRY_AFTER_SECS
+    from scrapy_fresh.crawl.scheduler import MAX_RETRY_AFTER_SECS
 
     h = harness({"FRESH_MODE": "continuous"})
     for n in range(2):

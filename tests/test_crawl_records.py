@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from scrapy import Request
 
-from scrapy_fresh.frontier.revisit import Outcome
+from scrapy_fresh.outcome import Outcome
 from scrapy_fresh.store.base import Status
 
 STORES = ["memory", "sqlite"]

@@ -1,6 +1,6 @@
 """A Hypothesis stateful test of a crawl's records over a random link-dense graph.
 
-The real :class:`~scrapy_fresh.scheduler.FreshScheduler` and runtime on a real SQLite
+The real :class:`~scrapy_fresh.crawl.scheduler.FreshScheduler` and runtime on a real SQLite
 file, and on a real Redis (the frontier workers share), run after run: pages are re-discovered before, during and
 after their visits, with fragments and other meta, visits complete in random order, the
 clock moves. After every step (DESIGN.md, invariants):
@@ -33,10 +33,10 @@ from hypothesis.stateful import (
 from scrapy import Request
 from scrapy.utils.test import get_crawler
 
-from scrapy_fresh.frontier.revisit import Outcome
+from scrapy_fresh.crawl.runtime import FreshRuntime
+from scrapy_fresh.crawl.scheduler import FreshScheduler
 from scrapy_fresh.keys import url_key
-from scrapy_fresh.runtime import FreshRuntime
-from scrapy_fresh.scheduler import FreshScheduler
+from scrapy_fresh.outcome import Outcome
 from tests.conftest import HARNESS_NOW, HarnessSpider
 from tests.redis_helpers import SHARED_URL, delete_prefix, shared_client, unique_prefix
 

@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import redis
 
-from scrapy_fresh.distributed import PULL_BATCH
-from scrapy_fresh.frontier.redis_frontier import RedisFrontier
-from scrapy_fresh.runtime import OUTCOME_STATS
+from scrapy_fresh.crawl.runtime import OUTCOME_STATS
+from scrapy_fresh.distributed.frontier import RedisFrontier
+from scrapy_fresh.distributed.shared import PULL_BATCH
+from scrapy_fresh.distributed.store import RedisStore
 from scrapy_fresh.store.base import Status
-from scrapy_fresh.store.redis import RedisStore
 from tests.redis_helpers import (
     SHARED_URL,
     OwnServer,

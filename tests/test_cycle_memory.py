@@ -20,18 +20,19 @@ from typing import Any
 import pytest
 from scrapy import Request
 
-from scrapy_fresh.frontier.revisit import Outcome
-from scrapy_fresh.frontier.scoring import ScoreParams, priority_score, rank_for_budget
-from scrapy_fresh.keys import url_host, url_key
-from scrapy_fresh.scheduler import (
+from scrapy_fresh.crawl.scheduler import (
     CYCLE_LOW_LEASES,
     CYCLE_MAX_LEASES,
     REFILL_BATCH,
     due_records,
 )
+from scrapy_fresh.frontier.scoring import ScoreParams, priority_score
+from scrapy_fresh.keys import url_host, url_key
+from scrapy_fresh.outcome import Outcome
 from scrapy_fresh.store.base import DueCursorStore, PageState, Status
 from scrapy_fresh.store.memory import MemoryStore
 from scrapy_fresh.store.sqlite import SQLiteStore
+from tests.budget_oracle import rank_for_budget
 
 NOW = 1_000_000.0  # the harness clock (tests/conftest.py)
 DAY = 86400.0
@@ -365,8 +366,8 @@ def _open_peak(path: Path, settings: dict[str, Any]) -> tuple[int, int]:
     from scrapy import Spider
     from scrapy.utils.test import get_crawler
 
-    from scrapy_fresh.runtime import FreshRuntime
-    from scrapy_fresh.scheduler import FreshScheduler
+    from scrapy_fresh.crawl.runtime import FreshRuntime
+    from scrapy_fresh.crawl.scheduler import FreshScheduler
 
     class S(Spider):
         name = "s"

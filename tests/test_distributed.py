@@ -10,11 +10,11 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from scrapy_fresh import distributed
-from scrapy_fresh.distributed import OutageSafeStore
+from scrapy_fresh.distributed import shared as distributed
+from scrapy_fresh.distributed.shared import OutageSafeStore
+from scrapy_fresh.distributed.store import RedisStore
 from scrapy_fresh.exceptions import StoreError
 from scrapy_fresh.store.base import SiteState, StateStore, Status
-from scrapy_fresh.store.redis import RedisStore
 from tests.redis_helpers import OwnServer
 from tests.store_contract import page
 
@@ -54,7 +54,7 @@ def test_writes_during_an_outage_are_kept_and_written_later(
     store.put(leased)
     store.leased[leased.key] = (leased, "5.0")
     server.stop()
-    with caplog.at_level(logging.WARNING, logger="scrapy_fresh.distributed"):
+    with caplog.at_level(logging.WARNING, logger="scrapy_fresh.distributed.shared"):
         store.put(page(2, status=Status.IDLE, visits=1, next_due=99.0))  # its visit
         assert store.add_many([page(3), page(4)]) == [page(3).key, page(4).key]
         store.put_site(SiteState("example.com", visits=1))
@@ -64,7 +64,7 @@ def test_writes_during_an_outage_are_kept_and_written_later(
     with pytest.raises(StoreError, match=r"Connection refused|connecting"):
         store.get(page(1).key)  # not leased here: no copy to fall back to
     server.start()
-    with caplog.at_level(logging.WARNING, logger="scrapy_fresh.distributed"):
+    with caplog.at_level(logging.WARNING, logger="scrapy_fresh.distributed.shared"):
         assert len(store) == 4  # the first call after the outage writes what was kept
     assert f"Redis at 127.0.0.1:{server.port} answers again" in caplog.text
     assert store.pending == []
@@ -100,7 +100,7 @@ def test_flush_gives_up_after_the_outage_wait(
 ) -> None:
     server.stop()
     store.put(page(1))
-    with caplog.at_level(logging.ERROR, logger="scrapy_fresh.distributed"):
+    with caplog.at_level(logging.ERROR, logger="scrapy_fresh.distributed.shared"):
         store.flush()
     assert "1 kept writes are lost" in caplog.text
     assert store.pending == []
@@ -109,7 +109,7 @@ def test_flush_gives_up_after_the_outage_wait(
 def test_start_urls_from_redis_are_managed() -> None:
     from scrapy_redis.spiders import RedisSpider
 
-    from scrapy_fresh.distributed import FreshStartUrlsMixin
+    from scrapy_fresh.distributed.shared import FreshStartUrlsMixin
 
     class Plain(RedisSpider):
         name = "plain"

@@ -8,13 +8,14 @@ import subprocess
 import pytest
 import redis
 
+from scrapy_fresh.distributed.frontier import RedisFrontier, due_priority
+from scrapy_fresh.distributed.store import RedisStore
 from scrapy_fresh.frontier.frontier import Stream
-from scrapy_fresh.frontier.redis_frontier import RedisFrontier, due_priority
-from scrapy_fresh.frontier.revisit import Outcome, RevisitPolicy
+from scrapy_fresh.frontier.revisit import RevisitPolicy
 from scrapy_fresh.frontier.scoring import priority_score
 from scrapy_fresh.keys import url_key
+from scrapy_fresh.outcome import Outcome
 from scrapy_fresh.store.base import PageState, Provider, SiteState, Status
-from scrapy_fresh.store.redis import RedisStore
 from tests.redis_helpers import SHARED_URL
 
 
@@ -257,8 +258,8 @@ def test_bad_arguments(store: RedisStore) -> None:
 POPPER = """
 import json, sys, time
 import redis
-from scrapy_fresh.frontier.redis_frontier import RedisFrontier
-from scrapy_fresh.store.redis import RedisStore
+from scrapy_fresh.distributed.frontier import RedisFrontier
+from scrapy_fresh.distributed.store import RedisStore
 prefix, batch = sys.argv[1], int(sys.argv[2])
 client = redis.Redis.from_url(sys.argv[3])
 frontier = RedisFrontier(RedisStore(client, prefix), lease_secs=3600.0)

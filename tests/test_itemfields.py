@@ -13,6 +13,8 @@ from scrapy.http import HtmlResponse, Response
 from scrapy.settings import Settings
 
 from scrapy_fresh.config import FreshConfig
+from scrapy_fresh.crawl.middlewares import FreshSpiderMiddleware
+from scrapy_fresh.crawl.pipelines import FreshItemPipeline
 from scrapy_fresh.exceptions import ConfigError
 from scrapy_fresh.fingerprint import fingerprint_html, fingerprint_text
 from scrapy_fresh.itemfields import (
@@ -22,8 +24,6 @@ from scrapy_fresh.itemfields import (
     normalise_value,
     parse_field_rules,
 )
-from scrapy_fresh.middlewares import FreshSpiderMiddleware
-from scrapy_fresh.pipelines import FreshItemPipeline
 from scrapy_fresh.store.base import PageState
 from scrapy_fresh.validators import Check
 from scrapy_fresh.verdict import PageContent, judge

@@ -17,8 +17,8 @@ from typing import Any, ClassVar
 import pytest
 
 from scrapy_fresh.keys import url_key
-from scrapy_fresh.notify import record_changes
-from scrapy_fresh.notify_server import NotifyConfig, NotifyServer
+from scrapy_fresh.notify.record import record_changes
+from scrapy_fresh.notify.server import NotifyConfig, NotifyServer
 from scrapy_fresh.providers.ledger import iter_trust
 from scrapy_fresh.store.base import Provider, Status
 from scrapy_fresh.store.memory import MemoryStore

@@ -21,13 +21,19 @@ import pytest
 from scrapy_fresh.commands.notify_server import read_subscriptions
 from scrapy_fresh.exceptions import ConfigError
 from scrapy_fresh.keys import url_key
-from scrapy_fresh.notify import record_updates
-from scrapy_fresh.notify_server import NotifyConfig, NotifyServer, RateLimiter
+from scrapy_fresh.notify.record import record_updates
+from scrapy_fresh.notify.server import NotifyConfig, NotifyServer, RateLimiter
+from scrapy_fresh.notify.websub import (
+    Subscription,
+    check_signature,
+    link_urls,
+    load_subscriptions,
+    sign,
+)
 from scrapy_fresh.providers.ledger import iter_trust
 from scrapy_fresh.store.base import Provider, Status
 from scrapy_fresh.store.memory import MemoryStore
 from scrapy_fresh.store.sqlite import SQLiteStore
-from scrapy_fresh.websub import Subscription, check_signature, link_urls, load_subscriptions, sign
 from tests.notify_support import KEY, NOW, known, request, serving, start_command, two_page_store
 
 SECRET = "s3cr3t-0123456789-abcdef"
@@ -335,7 +341,7 @@ def test_a_client_over_the_rate_limit_gets_429_with_retry_after(
     store: SQLiteStore, clock: Clock, caplog: pytest.LogCaptureFixture
 ) -> None:
     for server in serve(store, clock, rate_limit=3, rate_window=60.0):
-        caplog.set_level(logging.INFO, logger="scrapy_fresh.notify_server")
+        caplog.set_level(logging.INFO, logger="scrapy_fresh.notify.server")
         path = f"/indexnow?url=http://127.0.0.1/a&key={KEY}"
         assert [call(server, "GET", path)[0] for _ in range(3)] == [200, 200, 200]
         status, body, headers = call(server, "GET", path)
@@ -378,7 +384,7 @@ def test_behind_a_trusted_proxy_each_forwarded_client_has_its_own_limit(
         return call(server, "GET", path, headers={"X-Forwarded-For": client}, source=source)[0]
 
     for server in serve(store, clock, rate_limit=2, trusted_proxies=("127.0.0.0/30",)):
-        caplog.set_level(logging.WARNING, logger="scrapy_fresh.notify_server")
+        caplog.set_level(logging.WARNING, logger="scrapy_fresh.notify.server")
         assert [via(server, "198.51.100.1") for _ in range(3)] == [200, 200, 429]
         assert "client 198.51.100.1 is over the rate limit" in caplog.text
         assert via(server, "198.51.100.2") == 200  # another client behind the same proxy

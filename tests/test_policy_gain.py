@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scrapy_fresh.exceptions import ConfigError
-from scrapy_fresh.frontier.scoring import ScoreParams, gain_score, priority_score, rank_for_budget
+from scrapy_fresh.frontier.scoring import ScoreParams, gain_score, priority_score
 from scrapy_fresh.policy.allocation import cho_optimal
 from scrapy_fresh.policy.estimators import improved_rate
 from scrapy_fresh.policy.gain import (
@@ -26,6 +26,7 @@ from scrapy_fresh.policy.gain import (
 from scrapy_fresh.policy.metrics import poisson_freshness
 from scrapy_fresh.policy.refresh import SuccessCounter, decayed_visits
 from scrapy_fresh.store.base import PageState, Provider
+from tests.budget_oracle import rank_for_budget
 
 DAY = 86400.0
 rates = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)

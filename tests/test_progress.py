@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scrapy_fresh.progress import Progress
+from scrapy_fresh.crawl.progress import Progress
 
 
 def test_progress_line_counts_pace_and_time_left() -> None:

@@ -11,15 +11,16 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from scrapy_fresh import distributed
-from scrapy_fresh.distributed import OutageSafeStore
-from scrapy_fresh.frontier.redis_frontier import Leased, RedisFrontier, merge_write
-from scrapy_fresh.frontier.revisit import Outcome, RevisitPolicy, record_visit
+from scrapy_fresh.distributed import shared as distributed
+from scrapy_fresh.distributed.frontier import Leased, RedisFrontier, merge_write
+from scrapy_fresh.distributed.shared import OutageSafeStore
+from scrapy_fresh.distributed.store import RedisStore
+from scrapy_fresh.frontier.revisit import RevisitPolicy, record_visit
 from scrapy_fresh.keys import url_key
+from scrapy_fresh.outcome import Outcome
 from scrapy_fresh.policy.trust import Evidence
 from scrapy_fresh.providers.ledger import QuietClaim, TrustLedger, quiet_site_key
 from scrapy_fresh.store.base import PageState, SiteState, Status
-from scrapy_fresh.store.redis import RedisStore
 
 if TYPE_CHECKING:
     import redis

@@ -18,14 +18,15 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import redis
 
-from scrapy_fresh import distributed
-from scrapy_fresh.distributed import OutageSafeStore
-from scrapy_fresh.frontier import redis_frontier
-from scrapy_fresh.frontier.redis_frontier import Leased, RedisFrontier
-from scrapy_fresh.frontier.revisit import Outcome, RevisitPolicy, record_visit
+from scrapy_fresh.distributed import frontier as redis_frontier
+from scrapy_fresh.distributed import shared as distributed
+from scrapy_fresh.distributed.frontier import Leased, RedisFrontier
+from scrapy_fresh.distributed.shared import OutageSafeStore
+from scrapy_fresh.distributed.store import RedisStore
+from scrapy_fresh.frontier.revisit import RevisitPolicy, record_visit
 from scrapy_fresh.keys import url_key
+from scrapy_fresh.outcome import Outcome
 from scrapy_fresh.store.base import PageState, SiteState, Status
-from scrapy_fresh.store.redis import RedisStore
 from tests.redis_helpers import SHARED_URL, OwnServer
 
 if TYPE_CHECKING:
@@ -140,7 +141,7 @@ def test_after_too_many_tries_the_visit_is_written_without_its_site(
             two.visit(b, Outcome.CHANGED, 11.0, POLICY)
         record_visit(record, Outcome.CHANGED, 12.0, POLICY, site)
 
-    with caplog.at_level(logging.WARNING, logger="scrapy_fresh.frontier.redis_frontier"):
+    with caplog.at_level(logging.WARNING, logger="scrapy_fresh.distributed.frontier"):
         assert one.commit_visit(a, Outcome.CHANGED, apply) is True
     assert "written without its site update" in caplog.text
     assert one.site_given_up == 1
@@ -201,7 +202,7 @@ def test_a_visit_that_keeps_losing_takes_the_sites_turn(
 def test_a_turn_ends_when_its_visit_is_done_with(client: redis.Redis, prefix: str) -> None:
     """The commit script ends a visit's turn at a site when that visit is written or its
     lease is found lost, and leaves another visit's turn alone."""
-    from scrapy_fresh.store.redis import encode_record
+    from scrapy_fresh.distributed.store import encode_record
 
     one, two = worker(client, prefix, lease_secs=60.0), worker(client, prefix, lease_secs=60.0)
     one.add([visited("h", 1), visited("h", 2)])
@@ -226,9 +227,10 @@ def test_a_turn_ends_when_its_visit_is_done_with(client: redis.Redis, prefix: st
 HAMMER = """
 import json, sys
 import redis
-from scrapy_fresh.frontier.redis_frontier import RedisFrontier
-from scrapy_fresh.frontier.revisit import Outcome, RevisitPolicy
-from scrapy_fresh.store.redis import RedisStore
+from scrapy_fresh.distributed.frontier import RedisFrontier
+from scrapy_fresh.outcome import Outcome
+from scrapy_fresh.frontier.revisit import RevisitPolicy
+from scrapy_fresh.distributed.store import RedisStore
 prefix, url = sys.argv[1], sys.argv[2]
 client = redis.Redis.from_url(url)
 frontier = RedisFrontier(RedisStore(client, prefix), lease_secs=3600.0)
@@ -448,7 +450,7 @@ def test_visits_kept_during_an_outage_are_committed_under_their_lease(
         assert store.commit_visit(state, Outcome.CHANGED, visit(Outcome.CHANGED, 101.0))
         own.stop()
         lost: list[str] = []
-        with caplog.at_level(logging.WARNING, logger="scrapy_fresh.distributed"):
+        with caplog.at_level(logging.WARNING, logger="scrapy_fresh.distributed.shared"):
             for n, leased in enumerate((during, early)):
                 state = store.get(leased.key)  # the copy taken with the lease
                 assert state is not None
@@ -465,7 +467,7 @@ def test_visits_kept_during_an_outage_are_committed_under_their_lease(
         other = worker(client, "p", lease_secs=60.0)
         taken = other.pop(111.0, 10)  # early's lease (50.0) ran out; the others' did not
         assert [x.key for x in taken.leased] == [early.key]
-        with caplog.at_level(logging.WARNING, logger="scrapy_fresh.distributed"):
+        with caplog.at_level(logging.WARNING, logger="scrapy_fresh.distributed.shared"):
             assert len(store) == 3  # the first call after the outage writes what was kept
         assert f"Redis at 127.0.0.1:{own.port} answers again" in caplog.text
         assert store.pending == []

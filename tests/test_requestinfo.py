@@ -7,8 +7,8 @@ from typing import Any
 
 from scrapy import Request, Spider
 
+from scrapy_fresh.crawl.requestinfo import rebuild_request, request_info
 from scrapy_fresh.keys import url_key
-from scrapy_fresh.requestinfo import rebuild_request, request_info
 
 
 class _Spider(Spider):

@@ -6,8 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapy_fresh.frontier.revisit import Outcome, RevisitPolicy, record_visit
+from scrapy_fresh.frontier.revisit import RevisitPolicy, record_visit
 from scrapy_fresh.frontier.scoring import ScoreParams, priority_score
+from scrapy_fresh.outcome import Outcome
 from scrapy_fresh.store.base import PageState, Provider, SiteState, Status
 
 POLICY = RevisitPolicy(

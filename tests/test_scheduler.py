@@ -8,10 +8,10 @@ import pytest
 from scrapy import Request, Spider, signals
 from scrapy.utils.test import get_crawler
 
-from scrapy_fresh.frontier.revisit import Outcome
+from scrapy_fresh.crawl.scheduler import FreshScheduler
 from scrapy_fresh.frontier.scoring import priority_score
 from scrapy_fresh.keys import url_host, url_key
-from scrapy_fresh.scheduler import FreshScheduler
+from scrapy_fresh.outcome import Outcome
 from scrapy_fresh.store.base import Provider, Status
 
 NOW = 1_000_000.0  # the harness clock (tests/conftest.py)
@@ -399,7 +399,7 @@ def test_cycle_lookahead_takes_records_due_soon_but_not_before_an_announced_upda
 
 
 def test_cycle_lookahead_is_half_the_measured_time_between_runs(harness, known):
-    from scrapy_fresh.scheduler import RUN_SITE
+    from scrapy_fresh.crawl.scheduler import RUN_SITE
     from scrapy_fresh.store.base import SiteState
 
     now = 1_000_000.0

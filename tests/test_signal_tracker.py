@@ -9,8 +9,9 @@ from collections import Counter
 
 import pytest
 
-from scrapy_fresh.frontier.revisit import Outcome, RevisitPolicy, record_visit
+from scrapy_fresh.frontier.revisit import RevisitPolicy, record_visit
 from scrapy_fresh.keys import url_key
+from scrapy_fresh.outcome import Outcome
 from scrapy_fresh.policy.trust import TrustParams
 from scrapy_fresh.providers.ledger import QuietClaim, iter_trust
 from scrapy_fresh.providers.signals import (

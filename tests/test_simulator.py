@@ -185,9 +185,9 @@ def test_fresh_uses_the_crawler_rules():
     config = SimConfig(budget=24.0, revisit=revisit, measure="trace", score=no_fill)
     ctx = build_context(trace, config)
     policy = Fresh(ctx)
-    from scrapy_fresh.simulator.engine import _run_online
+    from scrapy_fresh.simulator.engine import run_online
 
-    _run_online(policy, ctx)
+    run_online(policy, ctx)
     fast_state, still_state = policy.states
     assert fast_state.refresh_secs == 3600.0
     assert fast_state.p_c > 0.9

@@ -15,7 +15,7 @@ from scrapy_fresh.providers.signals import Signals
 from scrapy_fresh.providers.tracker import SignalTracker
 from scrapy_fresh.simulator import ProviderMix, SimConfig, Trace, run, write_trace
 from scrapy_fresh.simulator.engine import Context
-from scrapy_fresh.simulator.policies import POLICIES, Fresh, page_host
+from scrapy_fresh.simulator.policies import Fresh, page_host
 from scrapy_fresh.simulator.providers import Level
 from scrapy_fresh.simulator.publishers import (
     LIE_ANNOUNCED,
@@ -25,6 +25,7 @@ from scrapy_fresh.simulator.publishers import (
     Publishers,
     liar_hosts,
 )
+from scrapy_fresh.simulator.replay import POLICIES
 from scrapy_fresh.simulator.signalled import SignalledFresh
 from scrapy_fresh.simulator.trace import DAY
 from scrapy_fresh.store.base import Provider

@@ -10,9 +10,9 @@ import pytest
 import redis
 from scrapy.settings import Settings
 
+from scrapy_fresh.distributed.store import MAX_DOC_ID, RedisStore
 from scrapy_fresh.exceptions import StoreError
 from scrapy_fresh.store.base import SiteState, StateStore, Status
-from scrapy_fresh.store.redis import MAX_DOC_ID, RedisStore
 from tests.redis_helpers import OwnServer, delete_prefix, unique_prefix
 from tests.store_contract import StoreContract, full_page, page
 
@@ -83,7 +83,7 @@ def test_doc_ids_beyond_2_53_are_refused(client: redis.Redis, prefix: str) -> No
 def test_big_put_is_split_in_atomic_chunks(
     client: redis.Redis, prefix: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import scrapy_fresh.store.redis as module
+    import scrapy_fresh.distributed.store as module
 
     monkeypatch.setattr(module, "WRITE_CHUNK", 7)
     store = RedisStore(client, prefix)
@@ -95,7 +95,7 @@ def test_big_put_is_split_in_atomic_chunks(
 def test_release_works_through_many_leases(
     client: redis.Redis, prefix: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import scrapy_fresh.store.redis as module
+    import scrapy_fresh.distributed.store as module
 
     monkeypatch.setattr(module, "READ_CHUNK", 10)
     store = RedisStore(client, prefix)

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapy_fresh.frontier.revisit import Outcome, RevisitPolicy, record_visit
+from scrapy_fresh.frontier.revisit import RevisitPolicy, record_visit
+from scrapy_fresh.outcome import Outcome
 from scrapy_fresh.policy.trust import (
     Evidence,
     TrustRecord,

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from scrapy_fresh.frontier.revisit import Outcome, RevisitPolicy, record_visit
+from scrapy_fresh.frontier.revisit import RevisitPolicy, record_visit
 from scrapy_fresh.keys import url_host, url_key
+from scrapy_fresh.outcome import Outcome
 from scrapy_fresh.store.base import PageState, SiteState, Status
 
 

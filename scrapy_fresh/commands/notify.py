@@ -10,7 +10,7 @@ from pathlib import Path
 from scrapy_fresh.commands._project import add_store_arguments, open_store, project_config
 from scrapy_fresh.commands._project import resolve_path as _resolve
 from scrapy_fresh.exceptions import ConfigError
-from scrapy_fresh.notify import record_changes
+from scrapy_fresh.notify.record import record_changes
 from scrapy_fresh.providers.dates import parse_w3c
 from scrapy_fresh.store.base import StateStore
 
@@ -62,7 +62,7 @@ def open_target_store(args: argparse.Namespace) -> tuple[StateStore, str]:
         if config.store != "sqlite":
             raise ConfigError(
                 f"FRESH_STORE is {config.store!r}: give the SQLite store with --sqlite-path "
-                "or use scrapy_fresh.notify.record_changes() with your store."
+                "or use scrapy_fresh.notify.record.record_changes() with your store."
             )
         path = _resolve(config.sqlite_path)
     return open_store(path), str(path)

@@ -13,8 +13,8 @@ from pathlib import Path
 from scrapy_fresh.commands._project import add_store_arguments
 from scrapy_fresh.commands.notify import open_target_store
 from scrapy_fresh.exceptions import ConfigError
-from scrapy_fresh.notify_server import NotifyConfig, NotifyServer
-from scrapy_fresh.websub import Subscription, load_subscriptions
+from scrapy_fresh.notify.server import NotifyConfig, NotifyServer
+from scrapy_fresh.notify.websub import Subscription, load_subscriptions
 
 HELP = (
     "Serve /indexnow and /websub/<name>: authenticated change notifications (IndexNow, "

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scrapy_fresh.demo.clock import SimClock
+from scrapy_fresh.demo.words import WORDS
 
 __all__ = [
     "DAY",
@@ -99,8 +100,6 @@ def build_pages(
     are flaky (a quarter of requests answer 503); four old docs pages are gone (two
     404 from the start, one 410 and one 404 after a day of simulated time).
     """
-    from scrapy_fresh.demo.render import WORDS
-
     rng = random.Random(f"{seed}:titles")
     pages: list[PageSpec] = []
     stories = [f"/news/story-{i}" for i in range(news)]

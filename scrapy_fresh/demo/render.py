@@ -14,19 +14,14 @@ from email.utils import formatdate
 from html import escape
 from typing import TYPE_CHECKING
 
+from scrapy_fresh.demo.model import NEWS_SLOT_BASE, NEWS_SLOT_SECS
+from scrapy_fresh.demo.words import WORDS
+
 if TYPE_CHECKING:
     from scrapy_fresh.demo.model import DemoSite, PageSpec
 
-__all__ = ["WORDS", "http_date", "iso_date", "render"]
+__all__ = ["http_date", "iso_date", "render"]
 
-_WORD_TEXT = (
-    "river market signal garden copper window harbor lantern meadow orbit canvas pepper "
-    "thunder velvet quarry saddle timber violet walnut yonder anchor basket candle dagger "
-    "ember falcon glacier hollow island jungle kettle ladder marble nectar oyster pillow "
-    "quiver ribbon silver tunnel umbrella vessel wander zephyr bridge cedar delta forest "
-    "granite horizon ivory jasper kernel lagoon mosaic nebula orchard prairie quartz"
-)
-WORDS = tuple(_WORD_TEXT.split(" "))
 ADS = ("Buy copper kettles", "Visit the harbor", "Try velvet pillows", "Rent a lantern")
 PARAGRAPHS = 6
 WORDS_PER_PARAGRAPH = 60
@@ -122,8 +117,6 @@ def _listing(site: DemoSite, spec: PageSpec, at: float) -> bytes:
 
 
 def _rss(site: DemoSite, spec: PageSpec, at: float, base: str) -> bytes:
-    from scrapy_fresh.demo.model import NEWS_SLOT_BASE, NEWS_SLOT_SECS
-
     items = []
     for path in spec.members:
         member = site.pages[path]

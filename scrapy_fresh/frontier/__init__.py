@@ -1,6 +1,6 @@
 """Ordering of due pages: per-host politeness, priority, and the discovery/refresh mix.
 
-The same code orders fetches in a real crawl (:mod:`scrapy_fresh.scheduler`) and in
+The same code orders fetches in a real crawl (:mod:`scrapy_fresh.crawl.scheduler`) and in
 the simulator, with the clock passed in as ``now``.
 """
 

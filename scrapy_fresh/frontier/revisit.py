@@ -1,6 +1,6 @@
 """What one visit does to a URL record: p_c, refresh time, change rate, bucket, next due.
 
-The one place where a visit's :class:`Outcome` becomes a record update, shared by the
+The one place where a visit's :class:`~scrapy_fresh.outcome.Outcome` becomes a record update, shared by the
 crawl (the refresh pipeline and the scheduler) and the simulator. The maths lives in
 :mod:`scrapy_fresh.policy`; this module applies it to :class:`~scrapy_fresh.store.base.PageState`.
 
@@ -22,11 +22,12 @@ crawl (the refresh pipeline and the scheduler) and the simulator. The maths live
 
 from __future__ import annotations
 
-import enum
 import math
 from dataclasses import dataclass
 
+from scrapy_fresh import default_settings as defaults
 from scrapy_fresh.exceptions import ConfigError
+from scrapy_fresh.outcome import Outcome
 from scrapy_fresh.policy.cost import cost_aware_refresh
 from scrapy_fresh.policy.estimators import improved_rate, rate_to_bucket
 from scrapy_fresh.policy.refresh import (
@@ -37,41 +38,21 @@ from scrapy_fresh.policy.refresh import (
 )
 from scrapy_fresh.store.base import PageState, SiteState, Status
 
-__all__ = ["Outcome", "RevisitPolicy", "record_visit"]
-
-
-class Outcome(str, enum.Enum):
-    """How a visit ended; every visit ends in exactly one."""
-
-    #: First fetch of a URL: nothing to compare with.
-    NEW = "new"
-    CHANGED = "changed"
-    UNCHANGED = "unchanged"
-    NOT_MODIFIED = "not_modified"
-    GONE = "gone"
-    ERROR = "error"
-    #: Not fetched because the crawler itself would not (a robots.txt rule, an offsite
-    #: URL, another middleware's ``IgnoreRequest``): looked at again after the longest
-    #: refresh time, in case the rule changes; not an error.
-    BLOCKED = "blocked"
-
-
-#: Outcomes that count as a visit in p_c (Sharma & Dixit: "changes / visits").
-JUDGED = frozenset({Outcome.CHANGED, Outcome.UNCHANGED, Outcome.NOT_MODIFIED})
+__all__ = ["RevisitPolicy", "record_visit"]
 
 
 @dataclass(frozen=True)
 class RevisitPolicy:
     """Parameters of :func:`record_visit` (from :class:`scrapy_fresh.config.FreshConfig`)."""
 
-    p_l: float = 0.3
-    p_g: float = 0.7
-    min_refresh_secs: float = 60.0
-    max_refresh_secs: float = 30 * 86400.0
-    default_refresh_secs: float = 86400.0
+    p_l: float = defaults.FRESH_PC_LOWER
+    p_g: float = defaults.FRESH_PC_UPPER
+    min_refresh_secs: float = defaults.FRESH_MIN_REFRESH_SECS
+    max_refresh_secs: float = defaults.FRESH_MAX_REFRESH_SECS
+    default_refresh_secs: float = defaults.FRESH_DEFAULT_REFRESH_SECS
     decay: float = DEFAULT_DECAY
-    error_backoff_secs: float = 300.0
-    gone_confirmations: int = 2
+    error_backoff_secs: float = defaults.FRESH_ERROR_BACKOFF_SECS
+    gone_confirmations: int = defaults.FRESH_GONE_CONFIRMATIONS
     #: Weight of a page's new refresh time in its site's (log-space moving average).
     site_weight: float = 0.1
 

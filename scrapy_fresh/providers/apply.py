@@ -1,7 +1,7 @@
 r"""What provider signals do to a URL record (:class:`~scrapy_fresh.store.base.PageState`).
 
-Shared by the crawl (:mod:`scrapy_fresh.provider_middleware`), pushed notifications
-(:mod:`scrapy_fresh.notify`) and the simulator, so that all three treat a signal alike.
+Shared by the crawl (:mod:`scrapy_fresh.crawl.provider_middleware`), pushed notifications
+(:mod:`scrapy_fresh.notify.record`) and the simulator, so that all three treat a signal alike.
 No Scrapy, no clock: every function takes ``now``.
 
 Seed ``xu-content-provider-friendly-crawler``:

@@ -5,7 +5,7 @@ and a sitemap index lists more sitemaps (sitemaps.org protocol). Their ``<lastmo
 values are past update times, the input of :math:`S_{past}^{known}` (Xu et al., seed
 ``xu-content-provider-friendly-crawler``, eq. 4), so the crawl follows them itself
 (:setting:`FRESH_PROVIDER_SITEMAPS`). This module only decides *what* to follow; the
-Scrapy glue (:class:`~scrapy_fresh.provider_middleware.FreshProviderMiddleware`) makes
+Scrapy glue (:class:`~scrapy_fresh.crawl.provider_middleware.FreshProviderMiddleware`) makes
 the requests. No Scrapy, no clock, no network.
 
 Limits, per run:

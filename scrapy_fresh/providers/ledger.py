@@ -268,7 +268,7 @@ class TrustLedger:
         """Apply ``change(entry, new)`` (True: write it) to the trust record and write it.
 
         A store with ``update_site`` (the shared Redis store,
-        :meth:`~scrapy_fresh.distributed.OutageSafeStore.update_site`) runs ``change`` on
+        :meth:`~scrapy_fresh.distributed.shared.OutageSafeStore.update_site`) runs ``change`` on
         the stored record by compare-and-set, so that the evidence several workers add
         to one host's record concurrently all counts; other stores write the cached
         record (one process owns it)."""

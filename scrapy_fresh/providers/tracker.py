@@ -1,7 +1,7 @@
 r"""Check what providers claimed against what visits found, and apply their signals.
 
 :class:`SignalTracker` is the one implementation of provider signals in a crawl: the
-Scrapy glue (:class:`~scrapy_fresh.provider_middleware.FreshProviderMiddleware`) and the
+Scrapy glue (:class:`~scrapy_fresh.crawl.provider_middleware.FreshProviderMiddleware`) and the
 simulator (:mod:`scrapy_fresh.simulator.signalled`) both drive it. No Scrapy, no clock:
 every method takes ``now``.
 
@@ -47,8 +47,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from scrapy_fresh.frontier.revisit import Outcome
 from scrapy_fresh.keys import url_host, url_key
+from scrapy_fresh.outcome import Outcome
 from scrapy_fresh.policy.trust import (
     DEFAULT_TRUST_PARAMS,
     STAMP_MIN_ENTRIES,

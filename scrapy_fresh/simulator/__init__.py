@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from scrapy_fresh.simulator.access import AccessModel
 from scrapy_fresh.simulator.clock import SimClock
-from scrapy_fresh.simulator.engine import Result, SimConfig, run
+from scrapy_fresh.simulator.engine import Result, SimConfig
 from scrapy_fresh.simulator.metrics import Metrics, measure
-from scrapy_fresh.simulator.policies import POLICIES, POLICY_NAMES
 from scrapy_fresh.simulator.providers import Level, ProviderMix
+from scrapy_fresh.simulator.replay import POLICIES, POLICY_NAMES, run
 from scrapy_fresh.simulator.trace import Trace, TraceError, load_trace, poisson_trace, write_trace
 
 __all__ = [

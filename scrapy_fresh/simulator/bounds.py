@@ -31,7 +31,7 @@ __all__ = ["cycle_bound", "replay_slots"]
 
 def replay_slots(ctx: Context) -> list[list[float]]:
     """The fetch times the replay offers online policies, per cycle (the loop of
-    :func:`scrapy_fresh.simulator.engine.run`: each cycle's share of the budget, evenly
+    :func:`scrapy_fresh.simulator.replay.run`: each cycle's share of the budget, evenly
     spaced over the cycle, none after the trace end)."""
     trace = ctx.trace
     step = ctx.config.step_secs

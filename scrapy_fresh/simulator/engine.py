@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import bisect
 import random
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -24,9 +23,9 @@ from scrapy_fresh.frontier.revisit import RevisitPolicy
 from scrapy_fresh.frontier.scoring import ScoreParams
 from scrapy_fresh.simulator.access import AccessModel
 from scrapy_fresh.simulator.clock import SimClock
-from scrapy_fresh.simulator.metrics import Metrics, measure
+from scrapy_fresh.simulator.metrics import Metrics
 from scrapy_fresh.simulator.providers import Level, ProviderMix
-from scrapy_fresh.simulator.trace import DAY, Trace, load_access_times
+from scrapy_fresh.simulator.trace import DAY, Trace
 
 #: The ways a page's measuring window is chosen (:attr:`SimConfig.measure`).
 MEASURES = ("active", "trace")
@@ -38,7 +37,9 @@ __all__ = [
     "Result",
     "ScheduledPolicy",
     "SimConfig",
-    "run",
+    "build_context",
+    "count_fetches",
+    "run_online",
 ]
 
 
@@ -63,6 +64,9 @@ class SimConfig:
         the whole replay. Both start after the warm-up.
     :param revisit: the refresh-rule settings (default: the crawler's defaults).
     :param score: the priority-score settings (default: the crawler's defaults).
+    :param lookahead_secs: the ``fresh`` policy takes records due within this time of a
+        cycle's start early, as :setting:`FRESH_CYCLE_LOOKAHEAD_SECS` does (0: only
+        records due at the start).
     """
 
     budget: float = 1.0
@@ -77,12 +81,15 @@ class SimConfig:
     measure: str = "active"
     revisit: RevisitPolicy = field(default_factory=RevisitPolicy)
     score: ScoreParams = field(default_factory=ScoreParams)
+    lookahead_secs: float = 0.0
 
     def __post_init__(self) -> None:
         if not self.budget > 0:
             raise ValueError(f"budget ({self.budget!r}) must be above 0 fetches/page/day.")
         if not self.step_secs > 0:
             raise ValueError(f"step_secs ({self.step_secs!r}) must be above 0.")
+        if not self.lookahead_secs >= 0:
+            raise ValueError(f"lookahead_secs ({self.lookahead_secs!r}) must be 0 or more.")
         if self.warmup_secs < 0:
             raise ValueError(f"warmup_secs ({self.warmup_secs!r}) must be 0 or more.")
         if self.measure not in MEASURES:
@@ -201,7 +208,7 @@ class Result:
         }
 
 
-def _run_online(policy: OnlinePolicy, ctx: Context) -> list[list[float]]:
+def run_online(policy: OnlinePolicy, ctx: Context) -> list[list[float]]:
     trace = ctx.trace
     step = ctx.config.step_secs
     per_step = ctx.rate * step
@@ -269,60 +276,6 @@ def build_context(trace: Trace, config: SimConfig) -> Context:
         windows=windows,
         clock=SimClock(trace.start),
         rng=rng,
-    )
-
-
-def run(
-    trace: Trace,
-    policy: str,
-    config: SimConfig | None = None,
-    *,
-    factories: dict[str, Callable[[Context], OnlinePolicy | ScheduledPolicy]] | None = None,
-) -> Result:
-    """Replay ``trace`` under ``policy`` (a name of :data:`~scrapy_fresh.simulator.POLICIES`)."""
-    from scrapy_fresh.simulator.policies import POLICIES
-
-    config = config or SimConfig()
-    table = factories if factories is not None else POLICIES
-    if policy not in table:
-        raise ValueError(f"policy ({policy!r}) must be one of {', '.join(sorted(table))}.")
-    began = time.perf_counter()
-    ctx = build_context(trace, config)
-    chosen = table[policy](ctx)
-    fetches = chosen.fetch_times() if hasattr(chosen, "fetch_times") else _run_online(chosen, ctx)
-    counted, wasted = count_fetches(trace, fetches, ctx.measure_start)
-    accesses = _accesses(trace, config, ctx)
-    metrics = measure(
-        trace.changes,
-        fetches,
-        accesses,
-        trace.start,
-        ctx.windows,
-        time_unit=config.time_unit,
-    )
-    return Result(
-        policy=policy,
-        pages=len(trace),
-        metrics=metrics,
-        budget=config.budget,
-        seed=config.seed,
-        warmup_days=(ctx.measure_start - trace.start) / DAY,
-        days=trace.span / DAY,
-        providers=config.providers.describe(),
-        elapsed_s=time.perf_counter() - began,
-        measure=config.measure,
-        fetches=counted,
-        changes=sum(len(c) - bisect.bisect_right(c, ctx.measure_start) for c in trace.changes),
-        wasted_fetches=wasted,
-        fetch_times=fetches,
-    )
-
-
-def _accesses(trace: Trace, config: SimConfig, ctx: Context) -> Sequence[Sequence[float]]:
-    if config.access_trace is not None:
-        return load_access_times(config.access_trace, trace)
-    return config.access.sample(
-        ctx.weights, ctx.measure_start, trace.end, random.Random(f"accesses-{config.seed}")
     )
 
 

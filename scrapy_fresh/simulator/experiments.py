@@ -24,9 +24,9 @@ from typing import Any
 from scrapy_fresh.policy.allocation import cho_optimal, proportional, uniform
 from scrapy_fresh.policy.metrics import poisson_freshness
 from scrapy_fresh.simulator.bounds import cycle_bound
-from scrapy_fresh.simulator.engine import SimConfig, build_context, run
-from scrapy_fresh.simulator.policies import POLICY_NAMES
+from scrapy_fresh.simulator.engine import SimConfig, build_context
 from scrapy_fresh.simulator.providers import ProviderMix
+from scrapy_fresh.simulator.replay import POLICY_NAMES, run
 from scrapy_fresh.simulator.trace import Trace, poisson_trace
 
 __all__ = ["Experiment", "cho_example", "run_experiments"]

@@ -41,20 +41,20 @@ import hashlib
 import heapq
 import math
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
 from scrapy_fresh.frontier import Frontier, Politeness, Stream
-from scrapy_fresh.frontier.revisit import Outcome, record_visit
-from scrapy_fresh.frontier.scoring import gain_score, rank_for_budget
+from scrapy_fresh.frontier.planner import plan_cycle
+from scrapy_fresh.frontier.revisit import record_visit
+from scrapy_fresh.frontier.scoring import gain_score
+from scrapy_fresh.outcome import Outcome
 from scrapy_fresh.policy.allocation import (
     cho_optimal,
-    lambdacrawl_optimal,
-    proportional,
     uniform,
 )
 from scrapy_fresh.policy.estimators import bucket_to_rate
-from scrapy_fresh.simulator.engine import Context, OnlinePolicy, ScheduledPolicy
+from scrapy_fresh.simulator.engine import Context, ScheduledPolicy
 from scrapy_fresh.simulator.providers import (
     Level,
     announce,
@@ -65,7 +65,18 @@ from scrapy_fresh.simulator.providers import (
 from scrapy_fresh.simulator.trace import DAY
 from scrapy_fresh.store.base import PageState, SiteState, Status
 
-__all__ = ["POLICIES", "POLICY_NAMES"]
+__all__ = [
+    "Clairvoyant",
+    "Fresh",
+    "Nutch",
+    "Sartcm",
+    "StormCrawler",
+    "WebFountain",
+    "fixed_schedule",
+    "page_host",
+    "page_key",
+    "uniform_allocation",
+]
 
 
 def page_host(page: str) -> str:
@@ -142,7 +153,7 @@ class _FixedSchedule:
         return out
 
 
-def _uniform(rates: list[float], budget: float) -> list[float]:
+def uniform_allocation(rates: list[float], budget: float) -> list[float]:
     return uniform(rates, budget)
 
 
@@ -334,6 +345,20 @@ class WebFountain(Sartcm):
         self.queue.set(page, now + self.interval[page])
 
 
+@dataclass(frozen=True, order=False)
+class _Later:
+    """Due order reversed: in a max-first heap of equal scores, earlier due wins."""
+
+    next_due: float
+    key: str
+
+    def __lt__(self, other: _Later) -> bool:
+        return (self.next_due, self.key) > (other.next_due, other.key)
+
+    def __gt__(self, other: _Later) -> bool:
+        return (self.next_due, self.key) < (other.next_due, other.key)
+
+
 class Fresh(_Records):
     """scrapy_fresh's crawl: due records, priority scores, the frontier, record_visit.
 
@@ -342,7 +367,8 @@ class Fresh(_Records):
     time since the last crawl, its rate and horizon scale together), so its score at
     the end of a window bounds it within the window. Each cycle scores only the records
     whose bound can still beat the cycle's last pick (:meth:`_top`), instead of every
-    record, and hands those to the same :func:`rank_for_budget`.
+    record, and hands those to the same planner
+    (:func:`~scrapy_fresh.frontier.planner.plan_cycle`).
     """
 
     #: Set False to score every record each cycle (the tests compare both).
@@ -352,6 +378,7 @@ class Fresh(_Records):
 
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
+        self.lookahead = ctx.config.lookahead_secs
         # The scores' rate uses the refresh rule's p_c decay (as FreshRuntime does).
         self.params = replace(ctx.config.score, decay=self.revisit.decay)
         if any(lv is Level.SUPER for lv in ctx.levels):
@@ -366,6 +393,7 @@ class Fresh(_Records):
             and self.params.rule == "gain"
             and all(lv is Level.NORMAL for lv in ctx.levels)
             and getattr(ctx.config.providers, "signals", "off") == "off"
+            and self.lookahead == 0
         )
         self._window = self.window_steps * ctx.config.step_secs
         self._bound_end = -math.inf
@@ -427,32 +455,34 @@ class Fresh(_Records):
 
     def select(self, now: float, capacity: int) -> list[int]:
         heap, states = self.heap, self.states
-        while heap and heap[0][0] <= now:
+        cut = now + self.lookahead
+        while heap and heap[0][0] <= cut:
             when, _, page = heapq.heappop(heap)
             if states[page].next_due == when:
                 self.due.add(page)
         params = self.params
         if not self.due and not params.fill:
             return []
-        # As FreshScheduler._load_cycle: the store's due order, then rank_for_budget
-        # (with FRESH_CYCLE_FILL the records not due yet are candidates too).
-        ordered = sorted(self.due, key=lambda i: (states[i].next_due, states[i].key))
+        # The crawl's planner on the records a store gives FreshScheduler: the due ones
+        # in due order (with FRESH_CYCLE_FILL every other one too), or, pruned, the ones
+        # whose score can still make the cut (the same picks: tests/test_planner.py).
         due = self.due
+        ordered = [
+            states[i] for i in sorted(due, key=lambda i: (states[i].next_due, states[i].key))
+        ]
         if not self._pruning:
-            waiting = [s for i, s in enumerate(states) if i not in due] if params.fill else []
-            ranked = rank_for_budget([states[i] for i in ordered], waiting, now, capacity, params)
+            candidates = ordered
+            if params.fill:
+                candidates = ordered + [s for i, s in enumerate(states) if i not in due]
         elif len(ordered) <= capacity:  # all the due ones, then the best others
             room = capacity - len(ordered) if params.fill else 0
-            best = self._top(room, now, lambda i: -1 if i in due else i)
-            ranked = rank_for_budget([states[i] for i in ordered], best, now, capacity, params)
+            candidates = ordered + self._top(room, now, lambda i: i not in due)
         else:  # binding: the best of all (or of the due ones without fill)
-            # Equal scores in rank_for_budget's order: due ones in due order, then the rest.
-            place = {page: j for j, page in enumerate(ordered)}
-            n_due, fill = len(ordered), params.fill
-            best = self._top(capacity, now, lambda i: place.get(i, n_due + i if fill else -1))
-            ranked = rank_for_budget(best, [], now, capacity, params)
+            fill = params.fill
+            candidates = self._top(capacity, now, lambda i: fill or i in due)
+        plan = plan_cycle(candidates, now, capacity, params, cut=cut)
         frontier = self.frontier
-        for score, state in ranked[:capacity]:
+        for score, state in plan.taken:
             state.status = Status.IN_FLIGHT
             state.in_flight_since = now
             frontier.push(state.key, state.host, score, Stream.REFRESH, now)
@@ -461,9 +491,10 @@ class Fresh(_Records):
             out.append(self.index[popped.key])
         return out
 
-    def _top(self, k: int, now: float, place: Callable[[int], int]) -> list[PageState]:
-        """The ``k`` records of highest score at ``now`` (see the class doc), best first;
-        ``place`` gives a record's rank among equal scores (lower first), -1 to skip it."""
+    def _top(self, k: int, now: float, keep: Callable[[int], bool]) -> list[PageState]:
+        """The ``k`` records of highest score at ``now`` (see the class doc) among those
+        ``keep`` accepts, best first; equal scores in due order (``next_due``, key), as
+        the planner ranks them."""
         if k <= 0:
             return []
         states, params = self.states, self.params
@@ -477,17 +508,17 @@ class Fresh(_Records):
         moved = self._moved  # records visited in this window: their new bounds
         fresh_bounds = sorted(((b, i) for i, b in moved.items()), reverse=True)
         seen: set[int] = set()
-        best: list[tuple[float, int, int]] = []  # min-heap (score, -place, page), the k best
+        best: list[tuple[float, _Later, int]] = []  # min-heap, the k best
         for bound, page in heapq.merge(self._bounds, fresh_bounds, reverse=True):
             if len(best) == k and bound < best[0][0]:
                 break  # no record left can beat the k-th best
             if page in seen or moved.get(page, bound) != bound:
                 continue  # a bound from before the record's visit in this window
             seen.add(page)
-            rank = place(page)
-            if rank < 0:
+            if not keep(page):
                 continue
-            entry = (gain_score(states[page], now, params), -rank, page)
+            state = states[page]
+            entry = (gain_score(state, now, params), _Later(state.next_due, state.key), page)
             if len(best) < k:
                 heapq.heappush(best, entry)
             elif entry > best[0]:
@@ -506,34 +537,7 @@ class Fresh(_Records):
             self._moved[page] = gain_score(state, self._bound_end, self.params)
 
 
-def _fresh(ctx: Context) -> OnlinePolicy:
-    """``fresh``; with publishers (``ProviderMix.signals``) its signals go through the
-    crawl's SignalTracker (:mod:`scrapy_fresh.simulator.signalled`)."""
-    if ctx.config.providers.signals != "off":
-        from scrapy_fresh.simulator.signalled import SignalledFresh
-
-        return SignalledFresh(ctx)
-    return Fresh(ctx)
-
-
-def _fixed(
+def fixed_schedule(
     allocate: Callable[[list[float], float], list[float]],
 ) -> Callable[[Context], ScheduledPolicy]:
     return lambda ctx: _FixedSchedule(ctx, allocate)
-
-
-#: ``--policy`` name -> factory taking the replay's :class:`Context`.
-POLICIES: dict[str, Callable[[Context], OnlinePolicy | ScheduledPolicy]] = {
-    "fresh": _fresh,
-    "uniform": _fixed(_uniform),
-    "proportional": _fixed(proportional),
-    "nutch": Nutch,
-    "stormcrawler": StormCrawler,
-    "sartcm": Sartcm,
-    "webfountain": WebFountain,
-    "cho-oracle": _fixed(cho_optimal),
-    "lambdacrawl-oracle": _fixed(lambdacrawl_optimal),
-    "clairvoyant": Clairvoyant,
-}
-#: The names, in the order tables list them.
-POLICY_NAMES = tuple(POLICIES)

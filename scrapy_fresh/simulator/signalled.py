@@ -5,7 +5,7 @@ When :attr:`~scrapy_fresh.simulator.providers.ProviderMix.signals` is ``honest``
 cycle the crawler reads every host's documents
 (:class:`~scrapy_fresh.simulator.publishers.Publishers`) and hands what they say to the
 crawl's own :class:`~scrapy_fresh.providers.tracker.SignalTracker`, the code behind
-:class:`~scrapy_fresh.provider_middleware.FreshProviderMiddleware`: it writes past and
+:class:`~scrapy_fresh.crawl.provider_middleware.FreshProviderMiddleware`: it writes past and
 announced updates into the records, sets levels (fixed by hand, or autodetected) and due
 times, and after each visit judges the claims and keeps each host's trust, in a
 :class:`~scrapy_fresh.store.memory.MemoryStore` holding the trust records only (the page
@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import replace
 
-from scrapy_fresh.frontier.revisit import Outcome
+from scrapy_fresh.outcome import Outcome
 from scrapy_fresh.providers.ledger import iter_trust
 from scrapy_fresh.providers.signals import Signals
 from scrapy_fresh.providers.tracker import SignalTracker

@@ -19,16 +19,23 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from scrapy_fresh.default_settings import FRESH_DEFAULT_REFRESH_SECS
+from scrapy_fresh.policy.refresh import DEFAULT_P_G, DEFAULT_P_L
+
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from types import TracebackType
 
     from typing_extensions import Self
+
+    from scrapy_fresh.outcome import Outcome
 
 __all__ = [
     "MAX_FUTURE_UPDATES",
     "MAX_PAST_UPDATES",
     "ClosingStore",
     "DueCursorStore",
+    "LeasedVisitStore",
     "PageState",
     "Provider",
     "SiteState",
@@ -97,9 +104,9 @@ class PageState:
     last_crawl: float | None = None
     next_due: float = 0.0
     in_flight_since: float | None = None
-    refresh_secs: float = 86400.0
-    p_l: float = 0.3
-    p_g: float = 0.7
+    refresh_secs: float = FRESH_DEFAULT_REFRESH_SECS
+    p_l: float = DEFAULT_P_L
+    p_g: float = DEFAULT_P_G
     visits: int = 0
     changes: int = 0
     p_c: float = 0.0
@@ -376,7 +383,7 @@ class StateStore(Protocol):
 class DueCursorStore(Protocol):
     """A store that can page through its due records (optional; memory and SQLite do).
 
-    :class:`~scrapy_fresh.scheduler.FreshScheduler` reads a cycle's due records in
+    :class:`~scrapy_fresh.crawl.scheduler.FreshScheduler` reads a cycle's due records in
     batches with it, so that a run never holds every due record at once. A store
     without it is read with :meth:`StateStore.iterate` instead (every record, the
     backend's order).
@@ -396,4 +403,26 @@ class DueCursorStore(Protocol):
         ``next_due`` changes between calls comes again if its new place is after the
         cursor (callers filter what they have seen).
         """
+        ...
+
+
+@runtime_checkable
+class LeasedVisitStore(Protocol):
+    """A store shared by several crawl processes that writes each visit under the lease
+    of its URL (optional; the Redis store does: see
+    :meth:`~scrapy_fresh.distributed.shared.OutageSafeStore.commit_visit`).
+
+    The crawl's runtime writes a visit through :meth:`commit_visit` when the store has
+    it, so that a worker whose lease ran out writes nothing, and concurrent visits to one
+    host all count in its site record.
+    """
+
+    def commit_visit(
+        self, state: PageState, outcome: Outcome,
+        apply: Callable[[PageState, SiteState], None], *,
+        lost: Callable[[], None] | None = None, retried: Callable[[int], None] | None = None,
+    ) -> bool:  # fmt: skip
+        """Apply the visit (``apply(record, site)``) to the stored record and its site
+        and write both, if this worker still holds the URL's lease. Returns False,
+        writing nothing, if the lease was lost (``lost()`` is then called)."""
         ...

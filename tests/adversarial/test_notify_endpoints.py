@@ -18,7 +18,7 @@ from urllib.parse import quote
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 
-from scrapy_fresh.notify_server import NotifyConfig, NotifyServer
+from scrapy_fresh.notify.server import NotifyConfig, NotifyServer
 from scrapy_fresh.store.sqlite import SQLiteStore
 from tests.adversarial.tricks import BYPASS, COVERED, fetched_from, urls
 from tests.notify_support import KEY, NOW, request, serving

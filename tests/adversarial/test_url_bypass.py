@@ -16,7 +16,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scrapy import Request
 
-from scrapy_fresh.notify import record_changes
+from scrapy_fresh.notify.record import record_changes
 from scrapy_fresh.providers.document import parse_document
 from scrapy_fresh.store.memory import MemoryStore
 from scrapy_fresh.urls import URLRefused, accept_url, parse_host

@@ -8,9 +8,9 @@ Section 3.3, who "send a signal every time" they update) tell us which URLs chan
   (optional), "urlList": [...]}``;
 * ``GET /indexnow?url=...&key=...`` (``keyLocation`` optional) for one URL;
 * ``POST /websub/<name>``: a WebSub hub delivers the new content of a subscribed topic
-  (a feed or a sitemap; :mod:`scrapy_fresh.websub`), signed with the subscription's
+  (a feed or a sitemap; :mod:`scrapy_fresh.notify.websub`), signed with the subscription's
   secret (``X-Hub-Signature``); each entry's link is recorded with its own update time
-  (:func:`~scrapy_fresh.notify.record_updates`);
+  (:func:`~scrapy_fresh.notify.record.record_updates`);
 * ``GET /websub/<name>?hub.mode=subscribe&hub.topic=...&hub.challenge=...``: the hub's
   intent verification, answered with the challenge for the subscription's own topic.
 
@@ -65,18 +65,18 @@ from urllib.parse import parse_qs, urlsplit
 
 from scrapy_fresh.exceptions import StoreError
 from scrapy_fresh.keys import url_key
-from scrapy_fresh.notify import NotifyResult, check_url, record_changes, record_updates
-from scrapy_fresh.providers.document import parse_document
-from scrapy_fresh.providers.safexml import Limits
-from scrapy_fresh.store.base import StateStore
-from scrapy_fresh.urls import URLRefused, accept_url, fetch_url, normal_host, parse_host
-from scrapy_fresh.websub import (
+from scrapy_fresh.notify.record import NotifyResult, check_url, record_changes, record_updates
+from scrapy_fresh.notify.websub import (
     Subscription,
     check_challenge,
     check_signature,
     link_urls,
     subscription_form,
 )
+from scrapy_fresh.providers.document import parse_document
+from scrapy_fresh.providers.safexml import Limits
+from scrapy_fresh.store.base import StateStore
+from scrapy_fresh.urls import URLRefused, accept_url, fetch_url, normal_host, parse_host
 
 __all__ = [
     "KEY_PATTERN",

@@ -16,22 +16,18 @@ import logging
 import time
 import weakref
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scrapy.utils.misc import build_from_crawler, load_object
-from scrapy.utils.project import data_path
-
-from scrapy_fresh.config import FreshConfig
-from scrapy_fresh.exceptions import ConfigError, StoreError
+from scrapy_fresh.config import FreshConfig, revisit_policy, score_params
+from scrapy_fresh.crawl.records import CrawlRecords
+from scrapy_fresh.crawl.stores import check_store_choice, open_store
+from scrapy_fresh.exceptions import StoreError
 from scrapy_fresh.frontier.frontier import Stream
-from scrapy_fresh.frontier.revisit import Outcome, RevisitPolicy, record_visit
-from scrapy_fresh.frontier.scoring import ScoreParams
+from scrapy_fresh.frontier.revisit import record_visit
+from scrapy_fresh.outcome import Outcome
 from scrapy_fresh.policy.cost import check_cost_ratio
-from scrapy_fresh.policy.refresh import decay_for_half_life
 from scrapy_fresh.providers.meta import declared_update
-from scrapy_fresh.records import CrawlRecords
-from scrapy_fresh.store.base import PageState, SiteState, StateStore
+from scrapy_fresh.store.base import LeasedVisitStore, PageState, SiteState, StateStore
 from scrapy_fresh.validators import (
     Check,
     HostChecks,
@@ -53,9 +49,6 @@ __all__ = [
     "OUTCOME_STATS",
     "FreshRuntime",
     "Lease",
-    "build_store",
-    "resolve_sqlite_path",
-    "spider_path",
 ]
 
 logger = logging.getLogger(__name__)
@@ -71,103 +64,7 @@ OUTCOME_STATS = {
     Outcome.BLOCKED: "fresh/blocked",
 }
 
-_REDIS_MISSING = (
-    "FRESH_STORE ('redis') needs the redis and scrapy-redis packages ({exc}); install "
-    "scrapy_fresh with its 'redis' extra, or use 'sqlite' (one machine)."
-)
-
 _RUNTIMES: weakref.WeakKeyDictionary[Crawler, FreshRuntime] = weakref.WeakKeyDictionary()
-
-
-def resolve_sqlite_path(path: str) -> str:
-    """Return :setting:`FRESH_SQLITE_PATH` resolved like ``HTTPCACHE_DIR``: a relative path
-    lives under the project's ``.scrapy`` data directory (created if missing)."""
-    target = Path(path)
-    if target.is_absolute():
-        return str(target)
-    directory = data_path(str(target.parent), createdir=True)
-    return str(Path(directory) / target.name)
-
-
-def spider_path(path: str, crawler: Crawler) -> str:
-    """:setting:`FRESH_SQLITE_PATH` with ``%(spider)s`` replaced by the spider's name."""
-    return path % {"spider": getattr(crawler.spidercls, "name", None) or "spider"}
-
-
-def build_store(config: FreshConfig, crawler: Crawler) -> StateStore:
-    """Open the store :setting:`FRESH_STORE` names."""
-    if config.store == "memory":
-        from scrapy_fresh.store.memory import MemoryStore
-
-        return MemoryStore()
-    if config.store == "sqlite":
-        from scrapy_fresh.store.sqlite import SQLiteStore
-
-        return SQLiteStore(resolve_sqlite_path(spider_path(config.sqlite_path, crawler)))
-    if config.store == "redis":
-        from scrapy_fresh.distributed import OutageSafeStore
-        from scrapy_fresh.frontier.redis_frontier import open_redis_store
-
-        prefix = config.redis_key % {"spider": getattr(crawler.spidercls, "name", "spider")}
-        params = score_params(config)
-
-        def stat(name: str, count: int = 1) -> None:
-            stats = getattr(crawler, "stats", None)
-            if stats is not None:
-                stats.inc_value(name, count)
-
-        return OutageSafeStore(open_redis_store(crawler.settings, prefix, params), stat=stat)
-    try:
-        factory = load_object(config.store)
-    except (ImportError, AttributeError, NameError, ValueError) as exc:
-        raise ConfigError(
-            f"FRESH_STORE ({config.store!r}) cannot be imported: {exc}. Expected 'sqlite', "
-            "'memory' or the import path of a StateStore class."
-        ) from exc
-    store = build_from_crawler(factory, crawler) if isinstance(factory, type) else factory()
-    if not isinstance(store, StateStore):
-        raise ConfigError(
-            f"FRESH_STORE ({config.store!r}) built a {type(store).__name__}, which does not "
-            "implement the StateStore protocol (scrapy_fresh.store.base.StateStore)."
-        )
-    return store
-
-
-def _check_store_choice(config: FreshConfig) -> None:
-    """Fail at start-up on a store that can never be built (before anything is opened)."""
-    if config.store == "redis":
-        try:
-            import redis  # noqa: F401
-            import scrapy_redis  # noqa: F401
-        except ImportError as exc:
-            raise ConfigError(_REDIS_MISSING.format(exc=exc)) from exc
-    if config.store not in ("memory", "sqlite", "redis"):
-        try:
-            load_object(config.store)
-        except (ImportError, AttributeError, NameError, ValueError) as exc:
-            raise ConfigError(
-                f"FRESH_STORE ({config.store!r}) cannot be imported: {exc}. Expected "
-                "'sqlite', 'memory' or the import path of a StateStore class."
-            ) from exc
-
-
-def score_params(config: FreshConfig) -> ScoreParams:
-    """The scores' constants from the ``FRESH_PRIORITY_*`` settings (the rate in the
-    ``gain`` score uses the refresh rule's p_c decay, :setting:`FRESH_PC_HALF_LIFE_VISITS`)."""
-    return ScoreParams(
-        alpha=config.priority_alpha,
-        beta=config.priority_beta,
-        s=config.priority_window_cycles,
-        rule=config.priority_score,
-        decay=_decay(config.pc_half_life_visits),
-        fill=config.cycle_fill,
-    )
-
-
-def _decay(half_life_visits: float) -> float:
-    """The factor record_visit keeps of old counts per visit, from
-    :setting:`FRESH_PC_HALF_LIFE_VISITS`; 0 means no fading (plain changes / visits)."""
-    return 1.0 if half_life_visits <= 0 else decay_for_half_life(half_life_visits)
 
 
 def _add_counts(stored: Mapping[str, Any], delta: Mapping[str, int]) -> dict[str, int]:
@@ -249,16 +146,7 @@ class FreshRuntime:
         self.config = config
         #: Returns the current Unix time; tests replace it.
         self.clock: Callable[[], float] = time.time
-        self.policy = RevisitPolicy(
-            p_l=config.pc_lower,
-            p_g=config.pc_upper,
-            min_refresh_secs=config.min_refresh_secs,
-            max_refresh_secs=config.max_refresh_secs,
-            default_refresh_secs=config.default_refresh_secs,
-            decay=_decay(config.pc_half_life_visits),
-            error_backoff_secs=config.error_backoff_secs,
-            gone_confirmations=config.gone_confirmations,
-        )
+        self.policy = revisit_policy(config)
         self.score_params = score_params(config)
         self._store: StateStore | None = None
         #: Page records outside a visit: new ones queued, sightings merged, leases taken.
@@ -283,7 +171,7 @@ class FreshRuntime:
         #: Pages whose Content-Length changed while their content did not, in this run.
         self.length_churn_pages: set[str] = set()
         #: Sitemaps and feeds whose body, in this run, listed an update later than their
-        #: previous visit (scrapy_fresh.provider_middleware fills it): they changed, even
+        #: previous visit (scrapy_fresh.crawl.provider_middleware fills it): they changed, even
         #: when their text fingerprint (digits normalised) cannot show it.
         self.listed_updates: set[str] = set()
         #: id(item) -> (item, outcome), filled by the spider middleware for the pipeline.
@@ -297,7 +185,7 @@ class FreshRuntime:
         self.outcome_listeners: list[
             Callable[[PageState, Outcome, float, Mapping[str, str | None]], None]
         ] = []
-        _check_store_choice(config)
+        check_store_choice(config)
 
     @classmethod
     def of(cls, crawler: Crawler) -> FreshRuntime:
@@ -315,7 +203,7 @@ class FreshRuntime:
     def store(self) -> StateStore:
         """The store, opened on first use."""
         if self._store is None:
-            self._store = build_store(self.config, self.crawler)
+            self._store = open_store(self.config, self.crawler)
             logger.info("scrapy_fresh store: %(store)r", {"store": self._store})
         return self._store
 
@@ -325,7 +213,7 @@ class FreshRuntime:
 
     def flush_new(self) -> bool:
         """Write the queued new records (:meth:`CrawlRecords.flush
-        <scrapy_fresh.records.CrawlRecords.flush>`)."""
+        <scrapy_fresh.crawl.records.CrawlRecords.flush>`)."""
         return self.records.flush()
 
     def close_store(self) -> None:
@@ -564,15 +452,13 @@ class FreshRuntime:
     ) -> bool | None:  # fmt: skip
         """Redis store: write the visit under this worker's lease of the URL, in one
         atomic step with its site aggregates, the site by compare-and-set
-        (:meth:`~scrapy_fresh.distributed.OutageSafeStore.commit_visit`): concurrent
+        (:class:`~scrapy_fresh.store.base.LeasedVisitStore`): concurrent
         workers' visits to one host all count. The host's validator counters get what
         this worker learned since it last handed them over. Returns False if the lease
         was lost (nothing written, stat ``fresh/redis/lease_lost``), None if the store
         is not the shared Redis one."""
-        from scrapy_fresh.distributed import OutageSafeStore
-
         store = self.store
-        if not isinstance(store, OutageSafeStore):
+        if not isinstance(store, LeasedVisitStore):
             return None
         host = state.host
         delta: dict[str, int] = {}

@@ -5,9 +5,9 @@
 lease time) and :meth:`~RedisStore.iterate` (by doc_id). Every write is one server-side
 Lua script, so it is atomic and costs one round trip however many records it holds;
 reads are one command or one pipeline. Records are JSON behind a short header the
-scripts read (:mod:`scrapy_fresh.store._redis_lua`); nothing is pickled.
+scripts read (:mod:`scrapy_fresh.distributed._lua`); nothing is pickled.
 
-The same keys carry the Redis frontier (:mod:`scrapy_fresh.frontier.redis_frontier`):
+The same keys carry the Redis frontier (:mod:`scrapy_fresh.distributed.frontier`):
 every write keeps the hosts' ready queues in step, so the store API and the frontier
 can be used side by side by any number of processes.
 
@@ -26,8 +26,8 @@ from dataclasses import MISSING, fields
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
+from scrapy_fresh.distributed import _lua as lua
 from scrapy_fresh.exceptions import StoreError
-from scrapy_fresh.store import _redis_lua as lua
 from scrapy_fresh.store._checks import (
     check_key,
     check_limit,
@@ -302,7 +302,7 @@ class RedisStore(ClosingStore):
         Unless ``REDIS_PARAMS`` gives a ``retry``, a failed command is retried once at
         once (a dropped connection) and then fails: redis-py's default retries would
         block the crawl for seconds per call while Redis is down, and the crawl has its
-        own back-off (:mod:`scrapy_fresh.distributed`).
+        own back-off (:mod:`scrapy_fresh.distributed.shared`).
         """
         from redis.backoff import NoBackoff
         from redis.retry import Retry
@@ -411,7 +411,7 @@ class RedisStore(ClosingStore):
         """Return the records of ``keys`` that exist with their stored values, by key.
 
         The read half of a compare-and-set (:meth:`RedisFrontier.write_records
-        <scrapy_fresh.frontier.redis_frontier.RedisFrontier.write_records>`).
+        <scrapy_fresh.distributed.frontier.RedisFrontier.write_records>`).
         """
         raws = list(dict.fromkeys(bytes.fromhex(check_key(k)) for k in keys))
         self._check_open()
@@ -556,7 +556,7 @@ class RedisStore(ClosingStore):
 
         One command. With :func:`decode_site` this is the read half of a compare-and-set:
         :meth:`RedisFrontier.commit_visit
-        <scrapy_fresh.frontier.redis_frontier.RedisFrontier.commit_visit>` writes a site
+        <scrapy_fresh.distributed.frontier.RedisFrontier.commit_visit>` writes a site
         only while its stored value is still the one read.
         """
         names = list(dict.fromkeys(hosts))

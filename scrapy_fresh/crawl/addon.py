@@ -2,16 +2,16 @@
 
 It is the same as setting, by hand::
 
-    SCHEDULER = "scrapy_fresh.scheduler.FreshScheduler"
+    SCHEDULER = "scrapy_fresh.crawl.scheduler.FreshScheduler"
     DOWNLOADER_MIDDLEWARES = {
-        "scrapy_fresh.middlewares.FreshDownloaderMiddleware": 540,
-        "scrapy_fresh.provider_middleware.FreshProviderMiddleware": 535,
+        "scrapy_fresh.crawl.middlewares.FreshDownloaderMiddleware": 540,
+        "scrapy_fresh.crawl.provider_middleware.FreshProviderMiddleware": 535,
     }
-    SPIDER_MIDDLEWARES = {"scrapy_fresh.middlewares.FreshSpiderMiddleware": 40}
-    ITEM_PIPELINES = {"scrapy_fresh.pipelines.FreshItemPipeline": 100}
+    SPIDER_MIDDLEWARES = {"scrapy_fresh.crawl.middlewares.FreshSpiderMiddleware": 40}
+    ITEM_PIPELINES = {"scrapy_fresh.crawl.pipelines.FreshItemPipeline": 100}
     EXTENSIONS = {
-        "scrapy_fresh.visitlog.VisitLog": 0,
-        "scrapy_fresh.progress.FreshProgress": 0,
+        "scrapy_fresh.crawl.visitlog.VisitLog": 0,
+        "scrapy_fresh.crawl.progress.FreshProgress": 0,
     }
 """
 
@@ -33,17 +33,17 @@ __all__ = ["COMPONENTS", "EXTRA_COMPONENTS", "SCHEDULER", "Addon"]
 logger = logging.getLogger(__name__)
 
 #: The scheduler the add-on installs.
-SCHEDULER = "scrapy_fresh.scheduler.FreshScheduler"
+SCHEDULER = "scrapy_fresh.crawl.scheduler.FreshScheduler"
 #: Component setting -> (import path, order) that the add-on adds.
 COMPONENTS = {
     # Below RetryMiddleware (550) and RedirectMiddleware (600): sees final answers only.
-    "DOWNLOADER_MIDDLEWARES": ("scrapy_fresh.middlewares.FreshDownloaderMiddleware", 540),
+    "DOWNLOADER_MIDDLEWARES": ("scrapy_fresh.crawl.middlewares.FreshDownloaderMiddleware", 540),
     # Lowest order: sees the items of a callback after every other spider middleware.
-    "SPIDER_MIDDLEWARES": ("scrapy_fresh.middlewares.FreshSpiderMiddleware", 40),
+    "SPIDER_MIDDLEWARES": ("scrapy_fresh.crawl.middlewares.FreshSpiderMiddleware", 40),
     # Early: items of unchanged pages are dropped before other pipelines work on them.
-    "ITEM_PIPELINES": ("scrapy_fresh.pipelines.FreshItemPipeline", 100),
+    "ITEM_PIPELINES": ("scrapy_fresh.crawl.pipelines.FreshItemPipeline", 100),
     # The visit log of scrapy-fresh report (off when FRESH_VISIT_LOG is "").
-    "EXTENSIONS": ("scrapy_fresh.visitlog.VisitLog", 0),
+    "EXTENSIONS": ("scrapy_fresh.crawl.visitlog.VisitLog", 0),
 }
 #: More (component setting, import path, order) for settings COMPONENTS already names.
 EXTRA_COMPONENTS = [
@@ -51,11 +51,11 @@ EXTRA_COMPONENTS = [
     # before it and each response after it (off when FRESH_PROVIDER_SIGNALS is False).
     (
         "DOWNLOADER_MIDDLEWARES",
-        "scrapy_fresh.provider_middleware.FreshProviderMiddleware",
+        "scrapy_fresh.crawl.provider_middleware.FreshProviderMiddleware",
         535,
     ),
     # Progress log lines (off when FRESH_PROGRESS_SECS is 0).
-    ("EXTENSIONS", "scrapy_fresh.progress.FreshProgress", 0),
+    ("EXTENSIONS", "scrapy_fresh.crawl.progress.FreshProgress", 0),
 ]
 
 
@@ -76,7 +76,7 @@ class Addon:
         for name, path, order in EXTRA_COMPONENTS:
             settings.setdefault_in_component_priority_dict(name, load_object(path), order)
         scheduler = settings["SCHEDULER"]
-        from scrapy_fresh.scheduler import FreshScheduler
+        from scrapy_fresh.crawl.scheduler import FreshScheduler
 
         scheduler_cls = load_object(scheduler) if isinstance(scheduler, str) else scheduler
         # Not issubclass(): BaseScheduler's metaclass makes every class with the three
@@ -84,7 +84,7 @@ class Addon:
         if FreshScheduler not in getattr(scheduler_cls, "__mro__", ()):
             logger.warning(
                 "SCHEDULER is %(scheduler)r, set at a higher priority than the scrapy_fresh "
-                "add-on's; scrapy_fresh needs scrapy_fresh.scheduler.FreshScheduler (or a "
+                "add-on's; scrapy_fresh needs scrapy_fresh.crawl.scheduler.FreshScheduler (or a "
                 "subclass) to work.",
                 {"scheduler": scheduler},
             )

@@ -3,7 +3,7 @@
 The same two-level scheme as :class:`~scrapy_fresh.frontier.Frontier` (Castillo's
 site-then-page scheduling over Mercator's per-host back queues, seed
 ``clifton-web-crawling-lecture``), kept in Redis and changed only by server-side Lua
-scripts (:mod:`scrapy_fresh.store._redis_lua`), so that two workers never take the
+scripts (:mod:`scrapy_fresh.distributed._lua`), so that two workers never take the
 same URL:
 
 * the due-time sorted set is the store's (``P:due``); a watermark promotes every key
@@ -46,24 +46,25 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from scrapy_fresh.frontier.frontier import Stream
-from scrapy_fresh.frontier.revisit import Outcome, RevisitPolicy, record_visit
-from scrapy_fresh.frontier.scoring import ScoreParams, priority_score
-from scrapy_fresh.store import _redis_lua as lua
-from scrapy_fresh.store.base import (
-    MAX_FUTURE_UPDATES,
-    MAX_PAST_UPDATES,
-    PageState,
-    SiteState,
-    Status,
-)
-from scrapy_fresh.store.redis import (
+from scrapy_fresh.distributed import _lua as lua
+from scrapy_fresh.distributed.store import (
     RedisStore,
     decode_record,
     decode_site,
     encode_record,
     encode_site,
     record_bytes,
+)
+from scrapy_fresh.frontier.frontier import Stream
+from scrapy_fresh.frontier.revisit import RevisitPolicy, record_visit
+from scrapy_fresh.frontier.scoring import ScoreParams, priority_score
+from scrapy_fresh.outcome import Outcome
+from scrapy_fresh.store.base import (
+    MAX_FUTURE_UPDATES,
+    MAX_PAST_UPDATES,
+    PageState,
+    SiteState,
+    Status,
 )
 
 if TYPE_CHECKING:
@@ -453,7 +454,7 @@ class RedisFrontier:
         meanwhile costs one retry, never a lost update. A visit that loses the race
         :data:`CLAIM_AFTER` times claims the site's turn (the script holds the other
         visits' updates of that site back until it is written, at most
-        :data:`~scrapy_fresh.store._redis_lua.SITE_TURN_MS`), so no visit starves
+        :data:`~scrapy_fresh.distributed._lua.SITE_TURN_MS`), so no visit starves
         however busy a site is. After :data:`MAX_SITE_TRIES` tries (a safety net) a
         visit is written without its site update (logged) rather than not at all. A
         visit whose lease was lost is left out (False); the others are written (True).

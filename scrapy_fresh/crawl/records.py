@@ -3,7 +3,7 @@
 A page record has two kinds of fields. Its *visit fields* (``last_crawl``, ``visits``,
 ``changes``, ``p_c``, ``fingerprint``, validators, ``next_due``...) are written only by
 the visit that holds the page's lease (:meth:`FreshRuntime.record_fetch
-<scrapy_fresh.runtime.FreshRuntime.record_fetch>` and ``record_outcome``). What a
+<scrapy_fresh.crawl.runtime.FreshRuntime.record_fetch>` and ``record_outcome``). What a
 *sighting* of the URL says (a spider's request: its rebuild data, the provider level it
 names, its popularity) is merged here, into the record as the store has it at that
 moment, and nothing else of it is written: whatever the order of sightings and visits, a
@@ -45,7 +45,7 @@ class Sighting:
     """What one request says about its page: the discovery fields of its record.
 
     ``info`` builds the request's rebuild data relative to a record URL
-    (:func:`~scrapy_fresh.requestinfo.request_info`); ``provider`` is the level the
+    (:func:`~scrapy_fresh.crawl.requestinfo.request_info`); ``provider`` is the level the
     request, the spider or the settings give (None: the record keeps its own);
     ``accesses`` the popularity the request names, if any.
     """

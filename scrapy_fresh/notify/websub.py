@@ -17,7 +17,7 @@ topic and secret. Every subscription must have a secret: an unsigned content
 distribution would be an unauthenticated write.
 
 :func:`subscription_form` builds the subscription request a subscriber POSTs to the hub
-(section 5.1). Used by ``scrapy-fresh notify-server`` (:mod:`scrapy_fresh.notify_server`,
+(section 5.1). Used by ``scrapy-fresh notify-server`` (:mod:`scrapy_fresh.notify.server`,
 which also sends it); no network or store here.
 """
 
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
-from scrapy_fresh.notify import check_url
+from scrapy_fresh.notify.record import check_url
 
 __all__ = [
     "HASHES",

@@ -12,7 +12,7 @@ added as a new one (status queued, due now).
 :func:`record_updates` does the same for updates that each carry their own time (the
 entries of a feed pushed by a WebSub hub): a page is made due only when its update is
 later than its last crawl. Used by ``scrapy-fresh notify`` and
-``scrapy-fresh notify-server`` (:mod:`scrapy_fresh.notify_server`). No Scrapy here; the clock is read only when
+``scrapy-fresh notify-server`` (:mod:`scrapy_fresh.notify.server`). No Scrapy here; the clock is read only when
 ``now`` is not given.
 """
 
@@ -138,7 +138,7 @@ def record_updates(
     add_unknown: bool = True,
 ) -> NotifyResult:
     """Record pushed past updates that each carry their own time (the entries of a feed a
-    WebSub hub delivered, :mod:`scrapy_fresh.notify_server`).
+    WebSub hub delivered, :mod:`scrapy_fresh.notify.server`).
 
     Each time becomes a past update of its URL (the latest one per URL counts); a page
     updated after its last crawl (or never crawled) becomes due now, as

@@ -1,7 +1,7 @@
 """Several crawl processes on one Redis: the shared frontier seen from one worker.
 
-With :setting:`FRESH_STORE` ``"redis"``, :class:`~scrapy_fresh.scheduler.FreshScheduler`
-takes its due pages from the :class:`~scrapy_fresh.frontier.redis_frontier.RedisFrontier`
+With :setting:`FRESH_STORE` ``"redis"``, :class:`~scrapy_fresh.crawl.scheduler.FreshScheduler`
+takes its due pages from the :class:`~scrapy_fresh.distributed.frontier.RedisFrontier`
 shared by every worker (a few at a time, leased), instead of loading all due records
 into its own frontier: two workers never take the same URL, a dead worker's URLs come
 back when their lease runs out, and the per-host delays hold across workers. URLs the
@@ -13,9 +13,9 @@ because Redis cannot be reached are kept in memory and written, in order, when i
 answers again; reads of leased records fall back to the copy taken with the lease.
 A visit of a leased URL is written by :meth:`OutageSafeStore.commit_visit`: only while
 this worker still holds the lease, with the site aggregates updated by compare-and-set
-(:meth:`~scrapy_fresh.frontier.redis_frontier.RedisFrontier.commit_visits`). Every other
+(:meth:`~scrapy_fresh.distributed.frontier.RedisFrontier.commit_visits`). Every other
 write of a record (provider signals, request data) is a compare-and-set against the
-value this worker read (:meth:`~scrapy_fresh.frontier.redis_frontier.RedisFrontier.write_records`),
+value this worker read (:meth:`~scrapy_fresh.distributed.frontier.RedisFrontier.write_records`),
 and a site record's update (trust, quiet claims) goes through
 :meth:`OutageSafeStore.update_site`.
 """
@@ -30,28 +30,36 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
 
-from scrapy_fresh.exceptions import StoreError
-from scrapy_fresh.frontier.frontier import Stream
-from scrapy_fresh.frontier.redis_frontier import (
+from scrapy_fresh.config import score_params
+from scrapy_fresh.distributed.frontier import (
     MAX_RECORD_TRIES,
     NO_LEASE,
     Leased,
     RedisFrontier,
     merge_write,
+    open_redis_store,
 )
+from scrapy_fresh.distributed.store import RedisStore, decode_record
+from scrapy_fresh.exceptions import StoreError
+from scrapy_fresh.frontier.frontier import Stream
 from scrapy_fresh.store._checks import log_regressions
 from scrapy_fresh.store.base import SiteState, Status
-from scrapy_fresh.store.redis import RedisStore, decode_record
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
 
-    from scrapy_fresh.frontier.redis_frontier import Apply, SiteChange
-    from scrapy_fresh.frontier.revisit import Outcome
-    from scrapy_fresh.runtime import FreshRuntime
-    from scrapy_fresh.store.base import PageState
+    from scrapy_fresh.config import FreshConfig
+    from scrapy_fresh.distributed.frontier import Apply, SiteChange
+    from scrapy_fresh.outcome import Outcome
+    from scrapy_fresh.store.base import PageState, StateStore
 
-__all__ = ["FreshStartUrlsMixin", "OutageSafeStore", "SharedFrontier", "is_outage"]
+__all__ = [
+    "FreshStartUrlsMixin",
+    "OutageSafeStore",
+    "SharedFrontier",
+    "is_outage",
+    "open_shared_store",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -124,7 +132,7 @@ class _Backoff:
 
 
 class OutageSafeStore:
-    """A :class:`~scrapy_fresh.store.redis.RedisStore` that outlives Redis outages.
+    """A :class:`~scrapy_fresh.distributed.store.RedisStore` that outlives Redis outages.
 
     Writes (``put``, ``put_many``, ``add_many``, ``put_site``, ``mark_in_flight``) that
     fail because Redis is unreachable are kept (copies, in call order) and written before
@@ -143,7 +151,7 @@ class OutageSafeStore:
     the provider middleware's write after a visit) is a compare-and-set against the
     value this worker last read or wrote for that record: if another worker changed it
     meanwhile, the change is merged into its current value
-    (:func:`~scrapy_fresh.frontier.redis_frontier.merge_write`, stat
+    (:func:`~scrapy_fresh.distributed.frontier.merge_write`, stat
     ``fresh/redis/record_retries``); a record another worker holds the lease of is not
     written until that visit is (stat ``fresh/redis/record_deferred``; tried again every
     :data:`DEFER_RETRY_SECS` while pulling, dropped at the end of the run if the lease
@@ -263,7 +271,7 @@ class OutageSafeStore:
     def put_many(self, states: Iterable[PageState]) -> None:
         """Write records; one this worker leased and that stays in flight is written only
         while the lease is held (:meth:`RedisFrontier.update_leased
-        <scrapy_fresh.frontier.redis_frontier.RedisFrontier.update_leased>`); one it
+        <scrapy_fresh.distributed.frontier.RedisFrontier.update_leased>`); one it
         leased and that leaves flight is written as it is (its lease ends with it); any
         other by compare-and-set (see the class docstring)."""
         plain: list[PageState] = []
@@ -354,7 +362,7 @@ class OutageSafeStore:
 
     def update_site(self, host: str, change: SiteChange) -> SiteState | None:
         """Change the site record ``host`` by compare-and-set
-        (:meth:`~scrapy_fresh.frontier.redis_frontier.RedisFrontier.update_site`):
+        (:meth:`~scrapy_fresh.distributed.frontier.RedisFrontier.update_site`):
         ``change(site)`` runs on the current value, again if another worker changed it
         (stat ``fresh/redis/site_retries``), so updates of one record by concurrent
         workers (trust evidence) all count. While Redis is unreachable it is applied to
@@ -404,7 +412,7 @@ class OutageSafeStore:
         """Write the visit of ``state`` under this worker's lease of it.
 
         ``apply(record, site)`` applies the visit to the record and its site (see
-        :class:`~scrapy_fresh.frontier.redis_frontier.Visit`); ``state`` ends as applied.
+        :class:`~scrapy_fresh.distributed.frontier.Visit`); ``state`` ends as applied.
         Returns False, writing nothing, if the lease was lost (the URL's lease ran out
         and another worker took it, or its record is gone); ``lost()`` is then called.
         ``retried(n)`` is told how many times the visit was done again because another
@@ -590,18 +598,19 @@ class SharedFrontier:
         self._done: dict[str, float] = {}
 
     @classmethod
-    def for_runtime(cls, runtime: FreshRuntime, settings: Any) -> SharedFrontier | None:
+    def for_crawl(
+        cls, store: StateStore, config: FreshConfig, settings: Any
+    ) -> SharedFrontier | None:
         """The shared frontier of a crawl whose store is Redis, else None."""
-        store = runtime.store
         if not isinstance(store, OutageSafeStore):
             return None
-        lease = runtime.config.redis_lease_secs
+        lease = config.redis_lease_secs
         tries = 1 + max(0, settings.getint("RETRY_TIMES")) * settings.getbool("RETRY_ENABLED")
         return cls(
             store,
             lease_secs=lease,
             default_delay=max(0.0, settings.getfloat("DOWNLOAD_DELAY")),
-            new_share=runtime.config.new_url_share,
+            new_share=config.new_url_share,
             hold_secs=min(lease, settings.getfloat("DOWNLOAD_TIMEOUT", 180.0) * tries),
         )
 
@@ -726,3 +735,18 @@ class FreshStartUrlsMixin:
         if isinstance(made, Request):
             return made.replace(dont_filter=False)
         return [r.replace(dont_filter=False) if isinstance(r, Request) else r for r in made]
+
+
+def open_shared_store(config: FreshConfig, crawler: Any) -> OutageSafeStore:
+    """:setting:`FRESH_STORE` ``"redis"``: the store every worker of the crawl shares,
+    connected through scrapy-redis's ``REDIS_URL``/``REDIS_PARAMS``, under
+    :setting:`FRESH_REDIS_KEY`."""
+    prefix = config.redis_key % {"spider": getattr(crawler.spidercls, "name", "spider")}
+
+    def stat(name: str, count: int = 1) -> None:
+        stats = getattr(crawler, "stats", None)
+        if stats is not None:
+            stats.inc_value(name, count)
+
+    inner = open_redis_store(crawler.settings, prefix, score_params(config))
+    return OutageSafeStore(inner, stat=stat)

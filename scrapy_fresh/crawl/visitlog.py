@@ -26,7 +26,8 @@ from scrapy.exceptions import NotConfigured
 
 from scrapy_fresh import default_settings
 from scrapy_fresh.config import flag
-from scrapy_fresh.runtime import FreshRuntime, resolve_sqlite_path
+from scrapy_fresh.crawl.runtime import FreshRuntime
+from scrapy_fresh.crawl.stores import resolve_sqlite_path
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from scrapy.http import Response
     from typing_extensions import Self
 
-    from scrapy_fresh.frontier.revisit import Outcome
+    from scrapy_fresh.outcome import Outcome
     from scrapy_fresh.store.base import PageState
 
 __all__ = ["VisitLog", "resolve_visit_log_path", "wire_bytes"]

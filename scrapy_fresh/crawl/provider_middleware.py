@@ -40,9 +40,10 @@ from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 
 from scrapy_fresh.config import parse_provider
+from scrapy_fresh.crawl.runtime import FreshRuntime, header
 from scrapy_fresh.exceptions import ConfigError, StoreError
-from scrapy_fresh.frontier.revisit import Outcome
 from scrapy_fresh.keys import url_host, url_key
+from scrapy_fresh.outcome import Outcome
 from scrapy_fresh.policy.trust import TrustParams
 from scrapy_fresh.providers.discovery import ROBOTS_MAX_BYTES, DiscoveryLimits, SitemapDiscovery
 from scrapy_fresh.providers.document import looks_like_document, parse_document
@@ -59,7 +60,6 @@ from scrapy_fresh.providers.signals import (
     Signals,
 )
 from scrapy_fresh.providers.tracker import FUTURE_KINDS, PAST_KINDS, SignalTracker
-from scrapy_fresh.runtime import FreshRuntime, header
 from scrapy_fresh.store.base import PageState, Provider
 
 if TYPE_CHECKING:
@@ -153,7 +153,7 @@ class _Records:
 class FreshProviderMiddleware:
     """Read, check and use content-provider update signals (downloader middleware, 535).
 
-    Enable it above :class:`~scrapy_fresh.middlewares.FreshDownloaderMiddleware` (540) so
+    Enable it above :class:`~scrapy_fresh.crawl.middlewares.FreshDownloaderMiddleware` (540) so
     that it sees each request first and each response after the conditional check; the
     add-on does. The checking and applying is
     :class:`~scrapy_fresh.providers.tracker.SignalTracker`'s (shared with the simulator);

@@ -4,7 +4,7 @@ The scheduler decides what is fetched and when; it does no policy maths itself. 
 records come from the store (:meth:`~scrapy_fresh.store.base.StateStore.due`), are
 ranked with :func:`~scrapy_fresh.frontier.scoring.priority_score` and handed out by the
 :class:`~scrapy_fresh.frontier.Frontier` (per-host politeness, new/refresh mix). Visit
-outcomes are written by the middlewares through :class:`~scrapy_fresh.runtime.FreshRuntime`.
+outcomes are written by the middlewares through :class:`~scrapy_fresh.crawl.runtime.FreshRuntime`.
 See :doc:`/topics/scheduler`.
 """
 
@@ -15,7 +15,6 @@ import math
 from collections import deque
 from dataclasses import dataclass, field
 from functools import partial
-from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -26,17 +25,18 @@ from scrapy.utils.asyncio import call_later
 from scrapy.utils.misc import build_from_crawler, load_object
 
 from scrapy_fresh.config import parse_provider
-from scrapy_fresh.distributed import PULL_BATCH, SharedFrontier
+from scrapy_fresh.crawl.middlewares import is_robots_request as _is_robots
+from scrapy_fresh.crawl.records import Sighting
+from scrapy_fresh.crawl.requestinfo import rebuild_request, request_info
+from scrapy_fresh.crawl.runtime import FreshRuntime, Lease, header
+from scrapy_fresh.distributed.shared import PULL_BATCH, SharedFrontier
 from scrapy_fresh.exceptions import ConfigError, StoreError
 from scrapy_fresh.frontier import Frontier, Politeness, Stream
-from scrapy_fresh.frontier.revisit import Outcome
+from scrapy_fresh.frontier.planner import may_take_early, plan_cycle
 from scrapy_fresh.frontier.scoring import priority_score
 from scrapy_fresh.keys import url_host, url_key
-from scrapy_fresh.middlewares import is_robots_request as _is_robots
+from scrapy_fresh.outcome import Outcome
 from scrapy_fresh.policy.cadence import lookahead, next_period
-from scrapy_fresh.records import Sighting
-from scrapy_fresh.requestinfo import rebuild_request, request_info
-from scrapy_fresh.runtime import FreshRuntime, Lease, header
 from scrapy_fresh.store.base import DueCursorStore, PageState, Provider, SiteState, Status
 from scrapy_fresh.validators import parse_retry_after
 
@@ -185,7 +185,9 @@ class FreshScheduler(BaseScheduler):
             self._spider_provider = parse_provider(attr, f"{type(spider).__name__}.fresh_provider")
         store = self.runtime.store
         now = self._now
-        self._shared = SharedFrontier.for_runtime(self.runtime, self.crawler.settings)
+        self._shared = SharedFrontier.for_crawl(
+            self.runtime.store, self.runtime.config, self.crawler.settings
+        )
         released = store.release_in_flight() if self._shared is None else 0
         self._opened = True
         self.runtime.visit_listeners.append(self._on_visit)
@@ -258,9 +260,7 @@ class FreshScheduler(BaseScheduler):
         """A record due within the lookahead is taken now unless this run fetched it
         already, or its due time waits for an announced update still to come (fetched
         before it, the copy would be stale at once: Xu et al.'s slot rule)."""
-        if state.last_crawl is not None and state.last_crawl >= self._opened_at:
-            return False
-        return not any(now < t <= state.next_due for t, _ in state.future_updates)
+        return may_take_early(state, now, self._opened_at)
 
     def close(self, reason: str) -> None:
         if self._closed:
@@ -361,7 +361,7 @@ class FreshScheduler(BaseScheduler):
         """meta['fresh_provider'] > the spider's ``fresh_provider`` > FRESH_PROVIDERS > normal.
 
         With FRESH_PROVIDER_AUTODETECT, "normal" is instead ``current``: the level the
-        record's own signals earned (scrapy_fresh.provider_middleware keeps it).
+        record's own signals earned (scrapy_fresh.crawl.provider_middleware keeps it).
         """
         value = meta.get("fresh_provider")
         if value is not None:
@@ -657,70 +657,33 @@ class FreshScheduler(BaseScheduler):
         """Cycle mode with :setting:`FRESH_CYCLE_BUDGET`: lease what the budget takes.
 
         One pass over ``records`` (the queued and idle records due by the cut-off, or
-        all of them with :setting:`FRESH_CYCLE_FILL`), keeping only the best ``budget``
-        of each kind, so memory is O(budget), not O(store). The choice is
-        :func:`~scrapy_fresh.frontier.scoring.rank_for_budget`'s on the whole set (a
-        test compares the two): its one global quantity is whether the due re-crawls
-        fit in the budget's share for them, counted on the way, and its order is a
-        score order with ties broken by due order (``next_due``, key), which any
-        bounded selection can keep.
-
-        The best ``capacity`` re-crawls are leased with the best queued new URLs that
-        fit; the next re-crawls that the budget left to new URLs could still use are
-        kept in ``_spare`` (:meth:`_top_up`), at most the budget left.
+        all of them with :setting:`FRESH_CYCLE_FILL`) through the crawl planner
+        (:func:`~scrapy_fresh.frontier.planner.plan_cycle`, the simulator's too), which
+        keeps O(budget) of them. The re-crawls it takes are leased with the new URLs
+        that fit; the next re-crawls that the budget left to new URLs could still use
+        are kept in ``_spare`` (:meth:`_top_up`), at most the budget left.
         """
-        params = self.runtime.score_params
-        cut = self._cycle_by
-        capacity = budget - round(budget * self.config.new_url_share)
-        new = _Best(budget)
-        everything = _Best(budget)  # due and waiting re-crawls together (the budget binds)
-        due: list[tuple[_Rank, PageState]] | None = []  # while the due re-crawls fit
-        waiting: _Best | None = _Best(budget)
-        n_new = n_due = n_waiting = 0
-        for state in records:
-            if state.next_due <= cut:
-                if state.next_due > now and not self._may_take_early(state, now):
-                    continue
-            elif state.last_crawl is None or state.errors:
-                continue  # only visited records not in error back-off fill the budget
-            rank = (-priority_score(state, now, params), state.next_due, state.key)
-            if state.last_crawl is None:
-                n_new += 1
-                new.add(rank, state)
-                continue
-            everything.add(rank, state)
-            if state.next_due > cut:
-                n_waiting += 1
-                if waiting is not None:
-                    waiting.add(rank, state)
-                continue
-            n_due += 1
-            if due is not None and n_due <= capacity:
-                due.append((rank, state))
-            else:
-                due = waiting = None
-        if due is not None and waiting is not None:  # all due first, then the best waiting
-            due.sort(key=itemgetter(0))
-            ranked = due + waiting.best()[: budget - len(due)]
-        else:
-            ranked = everything.best()
-        take_old = min(n_due + n_waiting, capacity)
-        take_new = min(n_new, budget - take_old)
-        self._budget_left = budget - take_old - take_new
-        old = [(-rank[0], s) for rank, s in ranked[: take_old + self._budget_left]]
-        self._spare = old[take_old:]
-        left_due = n_due - sum(1 for _, s in old[:take_old] if s.next_due <= cut)
-        if n_new > take_new or left_due:
+        plan = plan_cycle(
+            records,
+            now,
+            budget,
+            self.runtime.score_params,
+            cut=self._cycle_by,
+            new_share=self.config.new_url_share,
+            early=self._may_take_early,
+        )
+        self._budget_left = plan.budget_left
+        self._spare = plan.spare
+        if plan.left_new or plan.left_due:
             logger.info(
                 "scrapy_fresh: FRESH_CYCLE_BUDGET (%(budget)d) leaves %(old)d due re-crawls "
                 "and %(new)d queued new URLs for a later run (unless the budget is not "
                 "used up)",
-                {"budget": budget, "old": left_due, "new": n_new - take_new},
+                {"budget": budget, "old": plan.left_due, "new": plan.left_new},
                 extra={"spider": self.crawler.spider},
             )
-        taken = old[:take_old] + [(-rank[0], s) for rank, s in new.best()[:take_new]]
-        self._admit(taken, now)
-        return len(taken)
+        self._admit(plan.taken, now)
+        return len(plan.taken)
 
     def _refill(self, now: float) -> int:
         store = self.runtime.store
@@ -1104,32 +1067,6 @@ def due_records(store: StateStore, now: float, batch: int = REFILL_BATCH) -> Ite
     for state in store.iterate(batch):
         if state.status in (Status.QUEUED, Status.IDLE) and state.next_due <= now:
             yield state
-
-
-#: How a cycle's budget ranks a record: higher score first, then due order.
-_Rank = tuple[float, float, str]
-
-
-class _Best:
-    """The ``size`` smallest ranks offered, with their records, in O(size) memory."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._items: list[tuple[_Rank, PageState]] = []
-
-    def add(self, rank: _Rank, state: PageState) -> None:
-        self._items.append((rank, state))
-        if len(self._items) >= 2 * self.size + 64:
-            self._trim()
-
-    def _trim(self) -> None:
-        self._items.sort(key=itemgetter(0))  # keys are unique: records never compared
-        del self._items[self.size :]
-
-    def best(self) -> list[tuple[_Rank, PageState]]:
-        """The kept records, best first."""
-        self._trim()
-        return self._items
 
 
 def _accesses(meta: Mapping[str, Any]) -> int | None:

@@ -21,13 +21,13 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from twisted.internet import task
 
-from scrapy_fresh.runtime import OUTCOME_STATS, FreshRuntime
+from scrapy_fresh.crawl.runtime import OUTCOME_STATS, FreshRuntime
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from typing_extensions import Self
 
-    from scrapy_fresh.frontier.revisit import Outcome
+    from scrapy_fresh.outcome import Outcome
 
 __all__ = ["FreshProgress", "Progress", "format_duration"]
 

@@ -1,6 +1,6 @@
 """The conditional check (downloader middleware) and the page judge (spider middleware).
 
-Every visit of a page handed out by :class:`~scrapy_fresh.scheduler.FreshScheduler`
+Every visit of a page handed out by :class:`~scrapy_fresh.crawl.scheduler.FreshScheduler`
 ends in exactly one recorded outcome:
 
 * :class:`FreshDownloaderMiddleware` records the visits that end without a page to
@@ -27,9 +27,9 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http.request import NO_CALLBACK
 
 from scrapy_fresh.content import DEFAULT_RULES, ContentRules, digest
+from scrapy_fresh.crawl.runtime import FreshRuntime, Lease, header
 from scrapy_fresh.exceptions import ConfigError
 from scrapy_fresh.fingerprint import fingerprint_text
-from scrapy_fresh.frontier.revisit import Outcome
 from scrapy_fresh.itemfields import (
     FieldRule,
     item_hashes,
@@ -38,7 +38,7 @@ from scrapy_fresh.itemfields import (
     parse_fields,
 )
 from scrapy_fresh.keys import url_host
-from scrapy_fresh.runtime import FreshRuntime, Lease, header
+from scrapy_fresh.outcome import Outcome
 from scrapy_fresh.validators import (
     Check,
     head_verdict,
@@ -350,7 +350,7 @@ class FreshSpiderMiddleware(_FreshComponent):
     ``fresh_changed`` (its own fields changed, or the page is new) and
     ``fresh_changed_fields`` (the names of its changed fields; every counted field on a
     new page) where the item type takes them, and its verdict is passed to
-    :class:`~scrapy_fresh.pipelines.FreshItemPipeline`.
+    :class:`~scrapy_fresh.crawl.pipelines.FreshItemPipeline`.
 
     Stats: ``fresh/new``, ``fresh/changed``, ``fresh/unchanged``, ``fresh/items_changed``,
     ``fresh/field_changed/<field>``, ``fresh/bad_meta``.

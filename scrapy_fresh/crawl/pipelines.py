@@ -1,7 +1,7 @@
 """FreshItemPipeline: what the page judgement means for items.
 
 The judging itself (fingerprint, outcome, record update) happens once per page in
-:class:`~scrapy_fresh.middlewares.FreshSpiderMiddleware`, which sees the response and
+:class:`~scrapy_fresh.crawl.middlewares.FreshSpiderMiddleware`, which sees the response and
 all the items of one page; a pipeline sees one item at a time and no response. This
 pipeline acts on the verdict the middleware attached to each item.
 """
@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 from scrapy.exceptions import DropItem, NotConfigured
 
-from scrapy_fresh.frontier.revisit import Outcome
-from scrapy_fresh.runtime import FreshRuntime
+from scrapy_fresh.crawl.runtime import FreshRuntime
+from scrapy_fresh.outcome import Outcome
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

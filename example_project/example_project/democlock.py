@@ -17,7 +17,7 @@ from typing import Any
 
 from scrapy.exceptions import NotConfigured
 
-from scrapy_fresh.runtime import FreshRuntime
+from scrapy_fresh.crawl.runtime import FreshRuntime
 
 logger = logging.getLogger(__name__)
 

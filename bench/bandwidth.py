@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from scrapy_fresh.demo import DemoSite, SimClock
+from scrapy_fresh.demo import DemoClock, DemoSite
 from scrapy_fresh.demo.driver import SPIDERS, crawl
 from scrapy_fresh.demo.model import HOUR
 from scrapy_fresh.demo.server import DemoServer
@@ -50,7 +50,7 @@ AGENTS = {"plain": "bench-plain-scrapy", "fresh": "bench-scrapy-fresh"}
 
 def run_cycles(args: argparse.Namespace, workdir: Path) -> tuple[dict[str, Any], float]:
     site = DemoSite(
-        SimClock(speed=1.0, start=args.start), seed=args.seed, crawl_delay=0.01, retry_after=1
+        DemoClock(speed=1.0, start=args.start), seed=args.seed, crawl_delay=0.01, retry_after=1
     )
     with DemoServer(site) as server:
         window_start = 0.0

@@ -187,18 +187,22 @@ def _all_in_memory_class() -> type[Any]:
     import math
 
     from scrapy_fresh.crawl.scheduler import FreshScheduler
+    from scrapy_fresh.crawl.sources import BudgetSource
     from scrapy_fresh.frontier.scoring import priority_score
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from tests.budget_oracle import rank_for_budget  # the former rule, all in memory
 
-    class AllInMemoryScheduler(FreshScheduler):
-        def _load_cycle(self, now: float) -> int:
+    class AllInMemorySource(BudgetSource):
+        def open(self, now: float, cut: float) -> int:
+            self.cut = cut
             store = self.runtime.store
             total = len(store)
-            due = store.due(self._due_by(now), total) if total else []
-            if self._lookahead:
-                due = [s for s in due if s.next_due <= now or self._may_take_early(s, now)]
+            due = store.due(cut, total) if total else []
+            if cut > now:
+                due = [
+                    s for s in due if s.next_due <= now or self.scheduler.may_take_early(s, now)
+                ]
             params = self.runtime.score_params
             scored = [(priority_score(s, now, params), i, s) for i, s in enumerate(due)]
             scored.sort(key=lambda t: (-t[0], t[1]))
@@ -212,18 +216,26 @@ def _all_in_memory_class() -> type[Any]:
                     waiting = [
                         s
                         for s in store.due(math.inf, len(store))
-                        if s.next_due > self._due_by(now)
-                        and s.last_crawl is not None
-                        and not s.errors
+                        if s.next_due > cut and s.last_crawl is not None and not s.errors
                     ]
                 old = rank_for_budget([s for _, s in old], waiting, now, budget - reserve, params)
                 take_old = min(len(old), budget - reserve)
                 take_new = min(len(new), budget - take_old)
-                self._spare = old[take_old:]
-                self._budget_left = budget - take_old - take_new
+                self.spare = old[take_old:]
+                self.budget_left = budget - take_old - take_new
                 old, new = old[:take_old], new[:take_new]
-            self._admit(old + new, now)
+            self.scheduler.admit(old + new, now)
             return len(old) + len(new)
+
+        def may_admit(self, state: Any) -> bool:
+            return super().may_admit(state) if self.config.cycle_budget else True
+
+        def top_up(self, now: float) -> bool:
+            return super().top_up(now) if self.config.cycle_budget else False
+
+    class AllInMemoryScheduler(FreshScheduler):
+        def _make_source(self) -> Any:
+            return AllInMemorySource(self)
 
     return AllInMemoryScheduler
 

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from scrapy import Request
 
-from scrapy_fresh.crawl.scheduler import (
+from scrapy_fresh.crawl.sources import (
     CYCLE_LOW_LEASES,
     CYCLE_MAX_LEASES,
     REFILL_BATCH,
@@ -200,8 +200,8 @@ def test_budget_choice_is_the_all_in_memory_one(
         reference, NOW, lookahead, budget, share, h.runtime.score_params
     )
     assert list(h.runtime.leases) == leased
-    assert h.scheduler._budget_left == left
-    kept = [s.key for _, s in h.scheduler._spare]
+    assert h.scheduler.source.budget_left == left
+    kept = [s.key for _, s in h.scheduler.source.spare]
     assert kept == spare[: len(kept)]
     # Only what the budget left could ever take is kept (the old list held every
     # candidate the budget did not take: up to the whole store with the fill).

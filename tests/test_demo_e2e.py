@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from scrapy_fresh.commands import main
-from scrapy_fresh.demo import DemoSite, SimClock
+from scrapy_fresh.demo import DemoClock, DemoSite
 from scrapy_fresh.demo.driver import SPIDERS, crawl
 from scrapy_fresh.demo.model import HOUR
 from scrapy_fresh.demo.server import DemoServer
@@ -40,7 +40,7 @@ def _detected(truth: dict[str, Any]) -> int:
 
 @pytest.mark.slow
 def test_two_cycles_of_the_example_project_against_the_truth(tmp_path: Path) -> None:
-    site = DemoSite(SimClock(speed=1.0, start=START), seed=3, crawl_delay=0.01, retry_after=1)
+    site = DemoSite(DemoClock(speed=1.0, start=START), seed=3, crawl_delay=0.01, retry_after=1)
     log = tmp_path / "visits.jsonl"
     with DemoServer(site) as server:
         for cycle in (1, 2):

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from scrapy_fresh.demo import DemoSite, SimClock
+from scrapy_fresh.demo import DemoClock, DemoSite
 from scrapy_fresh.demo.model import DAY, HOUR, NEWS_SLOT_BASE, NEWS_SLOT_SECS
 from scrapy_fresh.demo.server import DemoServer
 from scrapy_fresh.demo.truth import copy_stats
@@ -24,7 +24,7 @@ START = 1_800_000_000.0
 
 
 def make_site(seed: int = 1, **kwargs: Any) -> DemoSite:
-    return DemoSite(SimClock(speed=1.0, start=START), seed=seed, **kwargs)
+    return DemoSite(DemoClock(speed=1.0, start=START), seed=seed, **kwargs)
 
 
 def get(
@@ -51,7 +51,7 @@ def server() -> Any:
 
 def test_clock_runs_at_its_speed_and_advances() -> None:
     ticks = [10.0]
-    clock = SimClock(speed=60, start=START, real_clock=lambda: ticks[0])
+    clock = DemoClock(speed=60, start=START, real_clock=lambda: ticks[0])
     ticks[0] = 12.0
     assert clock.now() == START + 120
     assert clock.advance(3600) == START + 3720
@@ -60,12 +60,12 @@ def test_clock_runs_at_its_speed_and_advances() -> None:
 @pytest.mark.parametrize("speed", [0, -1, math.inf, math.nan])
 def test_clock_refuses_bad_speed(speed: float) -> None:
     with pytest.raises(ValueError, match="speed"):
-        SimClock(speed=speed)
+        DemoClock(speed=speed)
 
 
 def test_clock_refuses_going_back() -> None:
     with pytest.raises(ValueError, match="secs"):
-        SimClock().advance(-1)
+        DemoClock().advance(-1)
 
 
 # -- schedules -------------------------------------------------------------------------

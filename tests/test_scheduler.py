@@ -399,7 +399,7 @@ def test_cycle_lookahead_takes_records_due_soon_but_not_before_an_announced_upda
 
 
 def test_cycle_lookahead_is_half_the_measured_time_between_runs(harness, known):
-    from scrapy_fresh.crawl.scheduler import RUN_SITE
+    from scrapy_fresh.crawl.sources import RUN_SITE
     from scrapy_fresh.store.base import SiteState
 
     now = 1_000_000.0

@@ -64,10 +64,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import os
 
-    from scrapy_fresh.demo import DemoSite, SimClock
+    from scrapy_fresh.demo import DemoClock, DemoSite
     from scrapy_fresh.demo.server import DemoServer
 
-    clock = SimClock(speed=args.speed, start=args.start)
+    clock = DemoClock(speed=args.speed, start=args.start)
     site = DemoSite(
         clock, seed=args.seed, crawl_delay=args.crawl_delay or None, retry_after=args.retry_after
     )

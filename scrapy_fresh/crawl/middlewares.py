@@ -27,6 +27,7 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http.request import NO_CALLBACK
 
 from scrapy_fresh.content import DEFAULT_RULES, ContentRules, digest
+from scrapy_fresh.crawl.requestinfo import is_robots_request
 from scrapy_fresh.crawl.runtime import FreshRuntime, Lease, header
 from scrapy_fresh.exceptions import ConfigError
 from scrapy_fresh.fingerprint import fingerprint_text
@@ -97,11 +98,6 @@ def _count_cheap_check(runtime: FreshRuntime, lease: Lease, response: Response) 
         return
     answer = _answer_bytes(response)
     runtime.host_checks(lease.host).count_check(answer, answer + lease.content_length)
-
-
-def is_robots_request(request: Request) -> bool:
-    """Whether ``request`` is the robots.txt request of Scrapy's RobotsTxtMiddleware."""
-    return bool(request.meta.get("dont_obey_robotstxt")) and request.url.endswith("/robots.txt")
 
 
 class _FreshComponent:

@@ -34,15 +34,15 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 
 from scrapy_fresh.config import parse_provider
+from scrapy_fresh.crawl.requestinfo import fetches_robots
 from scrapy_fresh.crawl.runtime import FreshRuntime, header
 from scrapy_fresh.exceptions import ConfigError, StoreError
-from scrapy_fresh.keys import url_host, url_key
+from scrapy_fresh.keys import url_key
 from scrapy_fresh.outcome import Outcome
 from scrapy_fresh.policy.trust import TrustParams
 from scrapy_fresh.providers.discovery import ROBOTS_MAX_BYTES, DiscoveryLimits, SitemapDiscovery
@@ -105,19 +105,6 @@ def _depth(meta: Mapping[str, Any]) -> int:
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
     return 0
-
-
-def _is_robots(request: Request) -> bool:
-    """Whether ``request`` fetches a robots.txt: Scrapy's own (ROBOTSTXT_OBEY) or ours."""
-    meta = request.meta
-    if meta.get("fresh_robots"):
-        return True
-    if not meta.get("dont_obey_robotstxt"):
-        return False
-    try:
-        return urlsplit(request.url).path == "/robots.txt"
-    except ValueError:
-        return False
 
 
 def _over_maxsize(message: str) -> bool:
@@ -257,7 +244,7 @@ class FreshProviderMiddleware:
         meta = request.meta
         if _discovered(meta):
             self._prepare_discovered(request)
-        elif self.fetch_robots and not meta.get("fresh_probe") and not _is_robots(request):
+        elif self.fetch_robots and not meta.get("fresh_probe") and not fetches_robots(request):
             robots = self._fresh_discovery().first_visit(request.url)
             if robots is not None:
                 self._request([(robots, 0)], robots=True)
@@ -279,7 +266,7 @@ class FreshProviderMiddleware:
     def process_response(self, request: Request, response: Response) -> Response:
         if response.status != 200 or request.meta.get("fresh_probe"):
             return response
-        robots = _is_robots(request)
+        robots = fetches_robots(request)
         if robots and self.sitemaps:
             self._read_robots(response)
         if robots and not request.meta.get("fresh_robots"):
@@ -695,8 +682,3 @@ def _split(signals: Signals, url: str) -> tuple[Signals, Signals]:
         for signal in getattr(signals, attr):
             getattr(mine if signal.url == url else others, attr).append(signal)
     return mine, others
-
-
-def host_of(url: str) -> str:
-    """The politeness host of ``url`` (re-exported for the notification glue)."""
-    return url_host(url)

@@ -15,6 +15,7 @@ import base64
 import json
 import logging
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from scrapy import Request
 
@@ -140,3 +141,19 @@ def rebuild_request(info: dict[str, Any], url: str, spider: Spider) -> Request:
         headers=info.get("headers") or None,
         body=body,
     )
+
+
+def is_robots_request(request: Request) -> bool:
+    """Whether ``request`` is the robots.txt request of Scrapy's RobotsTxtMiddleware."""
+    if not request.meta.get("dont_obey_robotstxt"):
+        return False
+    try:
+        return urlsplit(request.url).path == "/robots.txt"
+    except ValueError:
+        return False
+
+
+def fetches_robots(request: Request) -> bool:
+    """Whether ``request`` fetches a robots.txt: Scrapy's own (ROBOTSTXT_OBEY) or the
+    one provider discovery asks for (``meta["fresh_robots"]``)."""
+    return bool(request.meta.get("fresh_robots")) or is_robots_request(request)

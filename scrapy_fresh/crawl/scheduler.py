@@ -14,7 +14,6 @@ import logging
 import math
 from collections import deque
 from dataclasses import dataclass, field
-from functools import partial
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -25,23 +24,21 @@ from scrapy.utils.asyncio import call_later
 from scrapy.utils.misc import build_from_crawler, load_object
 
 from scrapy_fresh.config import parse_provider
-from scrapy_fresh.crawl.middlewares import is_robots_request as _is_robots
 from scrapy_fresh.crawl.records import Sighting
-from scrapy_fresh.crawl.requestinfo import rebuild_request, request_info
+from scrapy_fresh.crawl.requestinfo import is_robots_request, rebuild_request, request_info
 from scrapy_fresh.crawl.runtime import FreshRuntime, Lease, header
-from scrapy_fresh.distributed.shared import PULL_BATCH, SharedFrontier
+from scrapy_fresh.crawl.sources import DueSource, source_for
 from scrapy_fresh.exceptions import ConfigError, StoreError
 from scrapy_fresh.frontier import Frontier, Politeness, Stream
-from scrapy_fresh.frontier.planner import may_take_early, plan_cycle
+from scrapy_fresh.frontier.planner import may_take_early
 from scrapy_fresh.frontier.scoring import priority_score
 from scrapy_fresh.keys import url_host, url_key
 from scrapy_fresh.outcome import Outcome
-from scrapy_fresh.policy.cadence import lookahead, next_period
-from scrapy_fresh.store.base import DueCursorStore, PageState, Provider, SiteState, Status
+from scrapy_fresh.store.base import PageState, Provider, Status
 from scrapy_fresh.validators import parse_retry_after
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Mapping
+    from collections.abc import Iterable, Mapping
 
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
@@ -50,7 +47,6 @@ if TYPE_CHECKING:
     from scrapy.utils.asyncio import CallLaterResult
     from typing_extensions import Self
 
-    from scrapy_fresh.store.base import StateStore
 
 __all__ = ["FreshScheduler"]
 
@@ -61,20 +57,9 @@ logger = logging.getLogger(__name__)
 CONTINUATION_SCORE = 1e300
 #: Longest ``Retry-After`` honoured, in seconds.
 MAX_RETRY_AFTER_SECS = 3600.0
-#: Due records loaded from the store at a time (continuous mode, and cycle mode without
-#: a budget); also the page size of the cycle's reads of the store.
-REFILL_BATCH = 1000
-#: Cycle mode without a budget: the next batch of due records is loaded when fewer than
-#: this many pages are leased (queued in the frontier or downloading)...
-CYCLE_LOW_LEASES = REFILL_BATCH // 2
-#: ...or when no queued host may be contacted now, while fewer than this many are.
-CYCLE_MAX_LEASES = 4 * REFILL_BATCH
 #: Timers fire this long after the time they wait for (clock granularity).
 TIMER_SLACK_SECS = 0.005
 _DUE_STATUSES = (Status.QUEUED, Status.IDLE, Status.GONE)
-#: The site record that keeps cycle runs' cadence: ``updated_at`` is the last run's start,
-#: ``refresh_secs`` the estimated time between runs.
-RUN_SITE = "run/cycle"
 
 
 @dataclass
@@ -128,7 +113,6 @@ class FreshScheduler(BaseScheduler):
             settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT") or "*"
         )
         self._gate_secs = settings.getfloat("DOWNLOAD_TIMEOUT", 180.0) + 5.0
-        self._continuous = self.config.mode == "continuous"
         self._ready: deque[Request] = deque()
         self._fifo: deque[Request] = deque()
         self._handoffs: dict[int, Request] = {}
@@ -140,23 +124,18 @@ class FreshScheduler(BaseScheduler):
         #: Keys handed out in this run with a request rebuilt from their record: a
         #: spider's ``dont_filter`` request for one (a start URL) is a duplicate of it.
         self._rebuilt: set[str] = set()
-        self._spare: list[tuple[float, PageState]] = []
-        #: Cycle mode without a budget: the due records not loaded yet (see _load_more).
-        self._cycle: Iterator[PageState] | None = None
-        #: ... the cycle's due cut-off.
-        self._cycle_by = -math.inf
-        self._budget_left: int | None = None
-        self._due_hint: float | None = None
         #: Cycle mode: records due this long after now are taken too (see _due_by).
         self._lookahead = 0.0
-        self._opened_at = math.inf
+        #: When this run opened.
+        self.opened_at = math.inf
         self._timer: CallLaterResult | None = None
         self._timer_at = math.inf
         self._spider_provider: Provider | None = None
         self._opened = False
         self._closed = False
-        #: The frontier shared with other workers (FRESH_STORE "redis"), set at open.
-        self._shared: SharedFrontier | None = None
+        #: Where this run's due records come from (:mod:`scrapy_fresh.crawl.sources`),
+        #: chosen at open by the mode and the store.
+        self.source: DueSource = DueSource(self)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -185,10 +164,8 @@ class FreshScheduler(BaseScheduler):
             self._spider_provider = parse_provider(attr, f"{type(spider).__name__}.fresh_provider")
         store = self.runtime.store
         now = self._now
-        self._shared = SharedFrontier.for_crawl(
-            self.runtime.store, self.runtime.config, self.crawler.settings
-        )
-        released = store.release_in_flight() if self._shared is None else 0
+        self.source = self._make_source()
+        released = self.source.release_stale()
         self._opened = True
         self.runtime.visit_listeners.append(self._on_visit)
         self.runtime.records.known_listeners.append(self._resolve_known)
@@ -198,13 +175,9 @@ class FreshScheduler(BaseScheduler):
         signals_.connect(self._robots_parsed, signal=signals.robots_parsed)
         signals_.connect(self._response_downloaded, signal=signals.response_downloaded)
         signals_.connect(self._request_left_downloader, signal=signals.request_left_downloader)
-        self._opened_at = now
-        if not self._continuous:
-            self._lookahead = self._cycle_lookahead(now)
-        if self._shared is not None:  # other workers' leases expire instead
-            loaded = self._pull(now)
-        else:
-            loaded = self._refill(now) if self._continuous else self._load_cycle(now)
+        self.opened_at = now
+        self._lookahead = self.source.lookahead(now)
+        loaded = self.source.open(now, self._due_by(now))
         logger.info(
             "scrapy_fresh %(mode)s mode: %(loaded)d due pages loaded from %(records)d records "
             "(%(released)d released from an interrupted run)%(more)s",
@@ -213,33 +186,15 @@ class FreshScheduler(BaseScheduler):
                 "loaded": loaded,
                 "records": len(store),
                 "released": released,
-                "more": "; more are loaded as these go out" if self._cycle is not None else "",
+                "more": "; more are loaded as these go out" if self.source.loading() else "",
             },
             extra={"spider": spider},
         )
         self._arm_timer(now)
 
-    def _cycle_lookahead(self, now: float) -> float:
-        """Cycle mode: :setting:`FRESH_CYCLE_LOOKAHEAD_SECS`, or half the time between
-        runs measured in the store (:mod:`scrapy_fresh.policy.cadence`; one process per
-        store: with a shared frontier only a fixed setting applies)."""
-        fixed = self.config.cycle_lookahead_secs
-        if fixed is not None:
-            return fixed
-        if self._shared is not None:
-            return 0.0
-        store = self.runtime.store
-        try:
-            record = store.get_site(RUN_SITE) or SiteState(RUN_SITE)
-            period = record.refresh_secs
-            if record.updated_at and now > record.updated_at:
-                period = next_period(period, now - record.updated_at)
-            record.refresh_secs, record.updated_at = period, now
-            store.put_site(record)
-        except StoreError as exc:
-            self.runtime.store_error("record the run start in", exc)
-            return 0.0
-        return lookahead(period)
+    def _make_source(self) -> DueSource:
+        """The due-record source of this run (:func:`~scrapy_fresh.crawl.sources.source_for`)."""
+        return source_for(self, self.crawler.settings)
 
     def _due_by(self, now: float) -> float:
         """Records due up to this time are due in this run (cycle mode: a lookahead)."""
@@ -254,30 +209,25 @@ class FreshScheduler(BaseScheduler):
             return True
         if state.next_due > self._due_by(now):
             return False
-        return self._may_take_early(state, now)
+        return self.may_take_early(state, now)
 
-    def _may_take_early(self, state: PageState, now: float) -> bool:
+    def may_take_early(self, state: PageState, now: float) -> bool:
         """A record due within the lookahead is taken now unless this run fetched it
         already, or its due time waits for an announced update still to come (fetched
         before it, the copy would be stale at once: Xu et al.'s slot rule)."""
-        return may_take_early(state, now, self._opened_at)
+        return may_take_early(state, now, self.opened_at)
 
     def close(self, reason: str) -> None:
         if self._closed:
             return
         self._closed = True
-        self._cycle = None
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
         if self._opened:
             self.runtime.flush_new()  # queued new records first: then released with the rest
             try:
-                released = (
-                    self.runtime.store.release_in_flight()
-                    if self._shared is None
-                    else self._shared.give_back(list(self.runtime.leases))
-                )
+                released = self.source.close()
             except StoreError as exc:
                 self.runtime.store_error("release the leases in", exc)
                 released = 0
@@ -296,11 +246,7 @@ class FreshScheduler(BaseScheduler):
     def has_pending_requests(self) -> bool:
         if self._ready or self._fifo or len(self.frontier) or self._parked():
             return True
-        return (
-            self._top_up(self._now)
-            or self._cycle is not None
-            or (self._shared is not None and self._shared.waiting)
-        )
+        return self._top_up(self._now) or self.source.loading()
 
     def enqueue_request(self, request: Request) -> bool:
         if self._handoffs.pop(id(request), None) is request:
@@ -430,7 +376,7 @@ class FreshScheduler(BaseScheduler):
             if state is not None:
                 records.merge(state, seen)
             return True
-        if self._shared is not None:  # the shared frontier hands every page out
+        if not self.source.leases_new:  # the shared frontier hands every page out
             records.add(self._new_record(request, key, host, seen, provider, now))
             records.settle(key)
             runtime.stat("fresh/requests/shared")
@@ -456,7 +402,7 @@ class FreshScheduler(BaseScheduler):
             if not records.take([state], now):
                 return self._enqueue_plain(request)
             stream = Stream.NEW if state.last_crawl is None else Stream.REFRESH
-            self._lease(
+            self.lease(
                 state, stream, priority_score(state, now, runtime.score_params), now, request
             )
             return True
@@ -509,7 +455,7 @@ class FreshScheduler(BaseScheduler):
             records.settle(key)
             self.runtime.stat("fresh/requests/over_budget")
             return False
-        self._lease(
+        self.lease(
             state, Stream.NEW, priority_score(state, now, self.runtime.score_params), now, request
         )
         return True
@@ -539,8 +485,7 @@ class FreshScheduler(BaseScheduler):
             lease = runtime.leases.get(record.key)
             if lease is None or lease.handed:
                 continue
-            if self._budget_left is not None and not self._continuous:
-                self._budget_left += 1  # the unit taken for it as a new URL
+            self.source.unadmit()  # the unit taken for it as a new URL
             due = self._is_due(state, now)
             if due and self._may_admit(state) and book.take([state], now):
                 self._relabel(lease, state, now)
@@ -581,164 +526,32 @@ class FreshScheduler(BaseScheduler):
             self.frontier.push(lease.key, lease.host, lease.score, lease.stream, now)
 
     def _may_admit(self, state: PageState) -> bool:
-        """Cycle budget: re-crawls were chosen at open; new URLs share what is left."""
-        if self._shared is not None:
-            return False  # every page is handed out by the shared frontier
-        if self._continuous or self._budget_left is None:
-            return True
-        if state.last_crawl is not None or self._budget_left <= 0:
-            return False
-        self._budget_left -= 1
-        return True
+        """Whether a record the spider found is leased now (the source decides: a
+        cycle budget, or the shared frontier that hands out every page)."""
+        return self.source.may_admit(state)
 
-    # -- loading due records -----------------------------------------------------------
-
-    def _load_cycle(self, now: float) -> int:
-        """Cycle mode, at open: lease the run's first due records.
-
-        Without :setting:`FRESH_CYCLE_BUDGET` every due record is fetched in the run; they
-        are read from the store in due order, a batch at a time as the frontier drains
-        (:meth:`_load_more`). With a budget the store is read once, keeping only the
-        records the budget can take (:meth:`_choose_for_budget`).
-        """
-        store = self.runtime.store
-        self._cycle_by = self._due_by(now)
-        budget = self.config.cycle_budget
-        if budget:
-            fill = self.runtime.score_params.fill
-            return self._choose_for_budget(
-                due_records(store, math.inf if fill else self._cycle_by), now, budget
-            )
-        self._cycle = due_records(store, self._cycle_by)
-        return self._load_more(now)
-
-    def _in_cycle(self, state: PageState) -> bool:
-        """Whether a queued or idle record due by the cycle's cut-off is fetched in this
-        run: the records due at open, or due within the lookahead and not held back
-        (:meth:`_may_take_early` as at open), not fetched or leased in this run."""
-        if state.key in self.runtime.leases or state.key in self.runtime.records.settled:
-            return False
-        opened = self._opened_at
-        return state.next_due <= opened or self._may_take_early(state, opened)
-
-    def _load_more(self, now: float) -> int:
-        """Cycle mode without a budget: lease the next :data:`REFILL_BATCH` due records.
-
-        The records come in due order (most overdue first; the backend's order for a
-        store without :class:`~scrapy_fresh.store.base.DueCursorStore`); each batch is
-        ranked by :func:`~scrapy_fresh.frontier.scoring.priority_score` before it joins
-        the frontier. The cut-off (the open time plus the lookahead) is fixed at open,
-        and a record visited in this run comes due after the open time, so it is never
-        taken twice.
-        """
-        if self._cycle is None:
-            return 0
-        batch: list[PageState] = []
-        try:
-            for state in self._cycle:
-                if self._in_cycle(state):
-                    batch.append(state)
-                    if len(batch) >= REFILL_BATCH:
-                        break
-            else:
-                self._cycle = None
-        except StoreError as exc:  # the pages not read yet stay due for the next run
-            self.runtime.store_error("read due records from", exc)
-            self._cycle = None
-        params = self.runtime.score_params
-        scored = [(priority_score(s, now, params), i, s) for i, s in enumerate(batch)]
-        scored.sort(key=lambda t: (-t[0], t[1]))
-        new = [(score, s) for score, _, s in scored if s.last_crawl is None]
-        old = [(score, s) for score, _, s in scored if s.last_crawl is not None]
-        self._admit(old + new, now)
-        return len(batch)
-
-    def _choose_for_budget(self, records: Iterator[PageState], now: float, budget: int) -> int:
-        """Cycle mode with :setting:`FRESH_CYCLE_BUDGET`: lease what the budget takes.
-
-        One pass over ``records`` (the queued and idle records due by the cut-off, or
-        all of them with :setting:`FRESH_CYCLE_FILL`) through the crawl planner
-        (:func:`~scrapy_fresh.frontier.planner.plan_cycle`, the simulator's too), which
-        keeps O(budget) of them. The re-crawls it takes are leased with the new URLs
-        that fit; the next re-crawls that the budget left to new URLs could still use
-        are kept in ``_spare`` (:meth:`_top_up`), at most the budget left.
-        """
-        plan = plan_cycle(
-            records,
-            now,
-            budget,
-            self.runtime.score_params,
-            cut=self._cycle_by,
-            new_share=self.config.new_url_share,
-            early=self._may_take_early,
-        )
-        self._budget_left = plan.budget_left
-        self._spare = plan.spare
-        if plan.left_new or plan.left_due:
-            logger.info(
-                "scrapy_fresh: FRESH_CYCLE_BUDGET (%(budget)d) leaves %(old)d due re-crawls "
-                "and %(new)d queued new URLs for a later run (unless the budget is not "
-                "used up)",
-                {"budget": budget, "old": plan.left_due, "new": plan.left_new},
-                extra={"spider": self.crawler.spider},
-            )
-        self._admit(plan.taken, now)
-        return len(plan.taken)
-
-    def _refill(self, now: float) -> int:
-        store = self.runtime.store
-        batch = [s for s in store.due(now, REFILL_BATCH) if s.key not in self.runtime.leases]
-        params = self.runtime.score_params
-        self._admit([(priority_score(s, now, params), s) for s in batch], now)
-        self._due_hint = store.next_due_time()
-        return len(batch)
+    # -- loading due records (the source asks) -----------------------------------------
 
     def _top_up(self, now: float) -> bool:
-        """Cycle mode: load more due records while no queued host may be contacted now
-        (no budget), or give the budget new URLs left unused to the next-best re-crawls."""
-        if self._shared is not None:
-            return self._pull(now) > 0
-        if (
-            self._cycle is not None
-            and len(self.runtime.leases) < CYCLE_MAX_LEASES
-            and self._load_more(now)
-        ):
-            self._arm_timer(now)
-            return True
-        if (
-            self._continuous
-            or not self._spare
-            or not self._budget_left
-            or self.runtime.leases
-            or self._ready
-            or self._fifo
-        ):
+        """No page may go out now: let the source load more (then wake the engine, which
+        may not ask soon when this is called from has_pending_requests())."""
+        if not self.source.top_up(now):
             return False
-        take, self._spare = self._spare[: self._budget_left], self._spare[self._budget_left :]
-        self._budget_left -= len(take)
-        self._admit(take, now)
-        self._arm_timer(now)  # called from has_pending_requests(): the engine may not ask soon
-        return bool(take)
+        self._arm_timer(now)
+        return True
 
-    def _flush_new(self) -> None:
-        """Write the queued new records; a shared frontier is then asked at once (they
-        are due now), not after its poll interval."""
+    def idle(self) -> bool:
+        return not (self.runtime.leases or self._ready or self._fifo)
+
+    def flush_new(self) -> None:
+        """Write the queued new records; the source is told (a shared frontier is then
+        asked at once: they are due now)."""
         if not self.runtime.records.pending:
             return
         self.runtime.flush_new()
-        if self._shared is not None:
-            self._shared.waiting = False
+        self.source.new_flushed()
 
-    def _pull(self, now: float) -> int:
-        """Take due pages from the frontier shared with other workers; return how many."""
-        assert self._shared is not None
-        self._flush_new()  # this worker's discoveries go to the shared frontier first
-        wanted = max(0, PULL_BATCH - len(self.frontier))
-        params = self.runtime.score_params
-        score = partial(priority_score, now=now, params=params)
-        return self._shared.pull(now, self._lease, score, wanted) if wanted else 0
-
-    def _admit(self, scored: Iterable[tuple[float, PageState]], now: float) -> None:
+    def admit(self, scored: Iterable[tuple[float, PageState]], now: float) -> None:
         scored = list(scored)
         if not scored:
             return
@@ -758,9 +571,9 @@ class FreshScheduler(BaseScheduler):
             return
         for score, state in scored:
             stream = Stream.NEW if state.last_crawl is None else Stream.REFRESH
-            self._lease(state, stream, score, now)
+            self.lease(state, stream, score, now)
 
-    def _lease(
+    def lease(
         self,
         state: PageState,
         stream: Stream,
@@ -796,9 +609,8 @@ class FreshScheduler(BaseScheduler):
 
     def _pop(self, now: float) -> Request | None:
         leases = self.runtime.leases
-        self._flush_new()  # known URLs among them are sorted out first
-        if self._cycle is not None and len(leases) < CYCLE_LOW_LEASES:
-            self._load_more(now)  # keep a batch's worth of hosts to choose from
+        self.flush_new()  # known URLs among them are sorted out first
+        self.source.before_pop(now)
         while True:
             popped = self.frontier.pop(now)
             if popped is None:
@@ -869,11 +681,10 @@ class FreshScheduler(BaseScheduler):
         ready = self.frontier.next_ready_time()
         if ready is not None:
             targets.append(ready)
-        if self._continuous and self._due_hint is not None and len(self.frontier) < REFILL_BATCH:
-            targets.append(self._due_hint)
+        wake = self.source.wake_time()
+        if wake is not None:
+            targets.append(wake)
         targets.extend(g.deadline for g in self._gates.values() if g.waiting and not g.deferred)
-        if self._shared is not None and self._shared.next_time is not None:
-            targets.append(self._shared.next_time)
         if not targets:
             return
         at = max(min(targets), now)
@@ -897,8 +708,7 @@ class FreshScheduler(BaseScheduler):
         for host, gate in list(self._gates.items()):
             if gate.waiting and gate.deadline <= now:
                 self._release(host)
-        if self._continuous and self._due_hint is not None and self._due_hint <= now:
-            self._refill(now)
+        self.source.on_timer(now)
         request = self._pop(now)
         if request is None:
             return
@@ -922,13 +732,9 @@ class FreshScheduler(BaseScheduler):
     # -- signals and runtime events ----------------------------------------------------
 
     def _on_visit(self, state: PageState) -> None:
-        if self._shared is not None:
-            self._shared.host_done(state.host, self._now)
-        if not self._continuous or state.status is Status.GONE:
-            return
-        if self._due_hint is None or state.next_due < self._due_hint:
-            self._due_hint = state.next_due
-        self._arm_timer(self._now)
+        now = self._now
+        if self.source.on_visit(state, now):
+            self._arm_timer(now)
 
     def _release(self, host: str, *, robots: bool = False) -> None:
         """``host`` answered (or its robots.txt was parsed): hand out its parked pages.
@@ -953,7 +759,7 @@ class FreshScheduler(BaseScheduler):
         self._arm_timer(now)
 
     def _spider_idle(self) -> None:
-        if self._continuous and not self._closed:
+        if self.source.stays_open and not self._closed:
             raise DontCloseSpider("scrapy_fresh continuous mode: waiting for the next due page")
 
     def _robots_parsed(self, robotparser: Any, request: Request) -> None:
@@ -964,8 +770,7 @@ class FreshScheduler(BaseScheduler):
             delay = None
         if delay:
             self.politeness.set_delay(host, float(delay))
-            if self._shared is not None:
-                self._shared.set_delay(host, float(delay))
+            self.source.host_delay(host, float(delay))
             logger.info(
                 "scrapy_fresh: robots.txt of %(host)s asks for a Crawl-delay of %(delay)s s",
                 {"host": host, "delay": delay},
@@ -984,7 +789,7 @@ class FreshScheduler(BaseScheduler):
         gate = self._gates.get(host)
         if gate is None or not gate.waiting:
             return
-        if not _is_robots(request):
+        if not is_robots_request(request):
             self._release(host)
         elif id(request) in gate.robots_answered:
             gate.robots_answered.discard(id(request))
@@ -992,7 +797,7 @@ class FreshScheduler(BaseScheduler):
             self._release(host, robots=True)
 
     def _response_downloaded(self, response: Response, request: Request) -> None:
-        if _is_robots(request):
+        if is_robots_request(request):
             gate = self._gates.get(url_host(request.url))
             if gate is not None and gate.waiting:
                 gate.robots_answered.add(id(request))
@@ -1004,15 +809,14 @@ class FreshScheduler(BaseScheduler):
             return
         host = url_host(request.url)
         wait = min(secs, MAX_RETRY_AFTER_SECS)
-        if not self._continuous and self._shared is None:
+        if self.source.defers_backoff:
             waited = self._waited.get(host, 0.0) + wait
             if waited > self._max_wait:
                 self._defer(host, request, secs)
                 return
             self._waited[host] = waited
         self.politeness.back_off(host, now + wait)
-        if self._shared is not None:
-            self._shared.back_off(host, now + wait)
+        self.source.host_back_off(host, now + wait)
         self.runtime.stat("fresh/backoffs")
         logger.info(
             "scrapy_fresh: %(host)s answered %(status)d with Retry-After %(secs).0f s; "
@@ -1045,28 +849,6 @@ class FreshScheduler(BaseScheduler):
             {"host": host, "url": request.url, "secs": secs, "max": self._max_wait},
             extra={"spider": self.crawler.spider},
         )
-
-
-def due_records(store: StateStore, now: float, batch: int = REFILL_BATCH) -> Iterator[PageState]:
-    """Yield the queued and idle records of ``store`` with ``next_due <= now``, reading
-    ``batch`` at a time: in due order (``next_due``, key) through
-    :meth:`~scrapy_fresh.store.base.DueCursorStore.due_after` when the store has it, else
-    in :meth:`~scrapy_fresh.store.base.StateStore.iterate` order. Memory: one batch.
-
-    Lazy: records are read as they are asked for, so what changes in the store in
-    between is seen (the scheduler's filters decide what that means).
-    """
-    if isinstance(store, DueCursorStore):
-        after: tuple[float, str] | None = None
-        while True:
-            page = store.due_after(now, after, batch)
-            yield from page
-            if len(page) < batch:
-                return
-            after = (page[-1].next_due, page[-1].key)
-    for state in store.iterate(batch):
-        if state.status in (Status.QUEUED, Status.IDLE) and state.next_due <= now:
-            yield state
 
 
 def _accesses(meta: Mapping[str, Any]) -> int | None:

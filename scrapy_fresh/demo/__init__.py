@@ -13,7 +13,7 @@ level of Xu et al. (seed ``xu-content-provider-friendly-crawler``, Section 3):
   request (cosmetic churn); a few disappear (404/410) and a few are flaky (503 with
   ``Retry-After``).
 
-Time runs on a :class:`~scrapy_fresh.demo.clock.SimClock` that can be sped up (and
+Time runs on a :class:`~scrapy_fresh.demo.clock.DemoClock` that can be sped up (and
 advanced by hand), so a demo shows days of change in a minute. The site records every
 true change and every request it served; ``/_demo/truth`` returns them as JSON
 (:mod:`scrapy_fresh.demo.truth` turns them into true freshness).
@@ -21,7 +21,7 @@ true change and every request it served; ``/_demo/truth`` returns them as JSON
 
 from __future__ import annotations
 
-from scrapy_fresh.demo.clock import SimClock
+from scrapy_fresh.demo.clock import DemoClock
 from scrapy_fresh.demo.model import DemoSite, PageSpec
 
-__all__ = ["DemoSite", "PageSpec", "SimClock"]
+__all__ = ["DemoClock", "DemoSite", "PageSpec"]

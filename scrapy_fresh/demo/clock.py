@@ -7,13 +7,13 @@ import threading
 import time
 from collections.abc import Callable
 
-__all__ = ["SimClock"]
+__all__ = ["DemoClock"]
 
 
-class SimClock:
+class DemoClock:
     """Simulated time: ``start + speed * (real seconds since creation) + advanced``.
 
-    ``SimClock(speed=60)`` runs one simulated minute per real second. :meth:`advance`
+    ``DemoClock(speed=60)`` runs one simulated minute per real second. :meth:`advance`
     jumps ahead by hand (tests and benchmarks step from cycle to cycle this way).
 
     :param speed: simulated seconds per real second (more than 0).
@@ -21,7 +21,7 @@ class SimClock:
     :param real_clock: the real clock (a monotonic one by default).
 
     >>> ticks = [100.0]
-    >>> clock = SimClock(speed=60, start=1000.0, real_clock=lambda: ticks[0])
+    >>> clock = DemoClock(speed=60, start=1000.0, real_clock=lambda: ticks[0])
     >>> ticks[0] = 101.0
     >>> clock.now()
     1060.0

@@ -15,7 +15,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from scrapy_fresh.demo.clock import SimClock
+from scrapy_fresh.demo.clock import DemoClock
 from scrapy_fresh.demo.words import WORDS
 
 __all__ = [
@@ -264,7 +264,7 @@ class DemoSite:
 
     def __init__(
         self,
-        clock: SimClock,
+        clock: DemoClock,
         seed: int = 1,
         *,
         crawl_delay: float | None = 0.05,

@@ -82,7 +82,7 @@ __all__ = [
     "MAX_SITE_TRIES",
     "NO_LEASE",
     "Leased",
-    "Popped",
+    "PopResult",
     "RedisFrontier",
     "Visit",
     "due_priority",
@@ -168,7 +168,7 @@ class Leased:
 
 
 @dataclass(frozen=True)
-class Popped:
+class PopResult:
     """What one :meth:`RedisFrontier.pop` call gave."""
 
     leased: list[Leased]
@@ -387,7 +387,7 @@ class RedisFrontier:
 
     # -- taking and committing -----------------------------------------------------------
 
-    def pop(self, now: float, n: int = 1, skip_hosts: Iterable[str] = ()) -> Popped:
+    def pop(self, now: float, n: int = 1, skip_hosts: Iterable[str] = ()) -> PopResult:
         """Take up to ``n`` URLs that may be fetched at ``now`` (one atomic script call).
 
         ``skip_hosts``: hosts this worker cannot contact yet (its own delay for them
@@ -421,7 +421,7 @@ class RedisFrontier:
                 "(a worker died or hung for more than %(secs)g s)",
                 {"n": reaped, "secs": self.lease_secs},
             )
-        return Popped(leased, int(reaped), _time(next_host), _time(next_due))
+        return PopResult(leased, int(reaped), _time(next_host), _time(next_due))
 
     def commit_visit(
         self, leased: Leased, outcome: Outcome | None, apply: Apply,

@@ -18,6 +18,7 @@ from scrapy_fresh.content import DEFAULT_RULES, ContentRules
 from scrapy_fresh.exceptions import ConfigError
 from scrapy_fresh.frontier.scoring import SCORE_RULES
 from scrapy_fresh.itemfields import FieldRule, parse_field_rules, parse_fields
+from scrapy_fresh.policy.schedule import NO_RULES, ScheduleRules
 from scrapy_fresh.store.base import Provider, StateStore
 
 if TYPE_CHECKING:
@@ -222,6 +223,9 @@ class FreshConfig:
     trust_threshold: float = 0.5
     trust_recover: float = 0.6
     trust_quiet_evidence: float = 3.0
+    schedule_rules: ScheduleRules = NO_RULES
+    prometheus_port: int = 0
+    prometheus_address: str = "127.0.0.1"
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> FreshConfig:
@@ -323,6 +327,11 @@ class FreshConfig:
             trust_threshold=_number(settings, "FRESH_TRUST_THRESHOLD", low=0.0, high=1.0),
             trust_recover=_number(settings, "FRESH_TRUST_RECOVER", low=0.0, high=1.0),
             trust_quiet_evidence=_number(settings, "FRESH_TRUST_QUIET_EVIDENCE", low=0.0),
+            schedule_rules=ScheduleRules.parse(
+                _setting(settings, "FRESH_SCHEDULE_RULES"), "FRESH_SCHEDULE_RULES"
+            ),
+            prometheus_port=_integer(settings, "FRESH_PROMETHEUS_PORT", low=0, high=65535),
+            prometheus_address=str(_setting(settings, "FRESH_PROMETHEUS_ADDRESS")).strip(),
         )
         config._check_combinations()
         return config
@@ -334,6 +343,12 @@ class FreshConfig:
                 "FRESH_STORE = 'redis': the workers share one frontier and fetch every due "
                 "page. Set FRESH_CYCLE_BUDGET = 0, or limit each worker with Scrapy's "
                 "CLOSESPIDER_PAGECOUNT."
+            )
+        if self.prometheus_port and self.mode != "continuous":
+            raise ConfigError(
+                f"FRESH_PROMETHEUS_PORT ({self.prometheus_port!r}) serves continuous mode "
+                "only (FRESH_MODE = 'continuous'); a cycle run exports its numbers with "
+                "`scrapy-fresh status --prometheus` (node_exporter's textfile collector)."
             )
         if self.pc_lower >= self.pc_upper:
             raise ConfigError(

@@ -488,6 +488,22 @@ class OutageSafeStore:
         result: int = self._read("release_in_flight", older_than)
         return result
 
+    def make_due(self, keys: Iterable[str], now: float) -> list[str]:
+        result: list[str] = self._read("make_due", list(keys), now)
+        return result
+
+    def block_host(self, host: str, now: float) -> bool:
+        result: bool = self._read("block_host", host, now)
+        return result
+
+    def unblock_host(self, host: str) -> bool:
+        result: bool = self._read("unblock_host", host)
+        return result
+
+    def blocked_hosts(self) -> dict[str, float]:
+        result: dict[str, float] = self._read("blocked_hosts")
+        return result
+
     def counts(self) -> dict[Status, int]:
         result: dict[Status, int] = self._read("counts")
         return result

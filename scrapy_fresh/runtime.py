@@ -258,6 +258,7 @@ class FreshRuntime:
             decay=_decay(config.pc_half_life_visits),
             error_backoff_secs=config.error_backoff_secs,
             gone_confirmations=config.gone_confirmations,
+            rules=config.schedule_rules,
         )
         self.score_params = score_params(config)
         self._store: StateStore | None = None

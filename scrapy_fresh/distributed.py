@@ -488,6 +488,10 @@ class OutageSafeStore:
         result: int = self._read("release_in_flight", older_than)
         return result
 
+    def count_due(self, now: float) -> int:
+        result: int = self._read("count_due", now)
+        return result
+
     def make_due(self, keys: Iterable[str], now: float) -> list[str]:
         result: list[str] = self._read("make_due", list(keys), now)
         return result

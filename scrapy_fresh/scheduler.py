@@ -31,6 +31,7 @@ from scrapy_fresh.exceptions import ConfigError, StoreError
 from scrapy_fresh.frontier import Frontier, Politeness, Stream
 from scrapy_fresh.frontier.revisit import Outcome
 from scrapy_fresh.frontier.scoring import priority_score
+from scrapy_fresh.hostblocks import HostBlocks
 from scrapy_fresh.keys import url_host, url_key
 from scrapy_fresh.middlewares import is_robots_request as _is_robots
 from scrapy_fresh.policy.cadence import lookahead, next_period
@@ -157,6 +158,10 @@ class FreshScheduler(BaseScheduler):
         self._closed = False
         #: The frontier shared with other workers (FRESH_STORE "redis"), set at open.
         self._shared: SharedFrontier | None = None
+        #: Hosts blocked by ``scrapy-fresh block`` (read at open) and, per host, the
+        #: leases parked until it is unblocked.
+        self._blocks = HostBlocks(lambda: self.runtime.store.blocked_hosts())
+        self._blocked: dict[str, list[str]] = {}
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -197,6 +202,7 @@ class FreshScheduler(BaseScheduler):
         signals_.connect(self._response_downloaded, signal=signals.response_downloaded)
         signals_.connect(self._request_left_downloader, signal=signals.request_left_downloader)
         self._opened_at = now
+        self._blocks.poll(now)
         if not self._continuous:
             self._lookahead = self._cycle_lookahead(now)
         if self._shared is not None:  # other workers' leases expire instead
@@ -773,7 +779,40 @@ class FreshScheduler(BaseScheduler):
         wanted = max(0, PULL_BATCH - len(self.frontier))
         params = self.runtime.score_params
         score = partial(priority_score, now=now, params=params)
-        return self._shared.pull(now, self._lease, score, wanted) if wanted else 0
+        if not wanted:
+            return 0
+        return self._shared.pull(now, self._lease, score, wanted, busy_hosts=self._blocks.hosts)
+
+    # -- blocked hosts -----------------------------------------------------------------
+
+    def _follow_blocks(self, now: float) -> None:
+        """Read the blocked hosts (every few seconds): take a newly blocked host's
+        pages out of the frontier, hand an unblocked host's parked pages out again."""
+        blocked, unblocked = self._blocks.poll(now)
+        for host in blocked:
+            keys = [k for k, lease in self.runtime.leases.items() if lease.host == host]
+            self._park_blocked(host, [k for k in keys if self.frontier.discard(k)])
+            logger.info(
+                "scrapy_fresh: %(host)s is blocked; its pages wait until it is unblocked",
+                {"host": host},
+                extra={"spider": self.crawler.spider},
+            )
+        for host in unblocked:
+            parked = self._blocked.pop(host, [])
+            logger.info(
+                "scrapy_fresh: %(host)s is unblocked; %(n)d pages go out again",
+                {"host": host, "n": len(parked)},
+                extra={"spider": self.crawler.spider},
+            )
+            for key in parked:
+                lease = self.runtime.leases.get(key)
+                if lease is not None:
+                    self._push(lease, now, host)
+
+    def _park_blocked(self, host: str, keys: list[str]) -> None:
+        if keys:
+            self._blocked.setdefault(host, []).extend(keys)
+            self.runtime.stat("fresh/requests/blocked_host", len(keys))
 
     def _admit(self, scored: Iterable[tuple[float, PageState]], now: float) -> None:
         scored = list(scored)
@@ -813,6 +852,9 @@ class FreshScheduler(BaseScheduler):
 
     def _push(self, lease: Lease, now: float, host: str | None = None) -> None:
         host = host or lease.host
+        if host in self._blocks:
+            self._park_blocked(host, [lease.key])
+            return
         if host not in self._hosts_seen:
             self._hosts_seen.add(host)
             url = lease.request.url if lease.request is not None else lease.url
@@ -836,6 +878,7 @@ class FreshScheduler(BaseScheduler):
         self._flush_new()  # known URLs among them are sorted out first
         if self._cycle is not None and len(leases) < CYCLE_LOW_LEASES:
             self._load_more(now)  # keep a batch's worth of hosts to choose from
+        self._follow_blocks(now)
         while True:
             popped = self.frontier.pop(now)
             if popped is None:
@@ -845,6 +888,9 @@ class FreshScheduler(BaseScheduler):
                 return None
             lease = leases.get(popped.key)
             if lease is None:
+                continue
+            if popped.host in self._blocks:
+                self._park_blocked(popped.host, [popped.key])
                 continue
             gate = self._gates.get(popped.host)
             if gate is not None and gate.waiting:
@@ -911,6 +957,8 @@ class FreshScheduler(BaseScheduler):
         targets.extend(g.deadline for g in self._gates.values() if g.waiting and not g.deferred)
         if self._shared is not None and self._shared.next_time is not None:
             targets.append(self._shared.next_time)
+        if self._blocked:  # an unblock lets them go: look again at the next poll
+            targets.append(self._blocks.next_poll)
         if not targets:
             return
         at = max(min(targets), now)

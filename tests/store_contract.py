@@ -650,7 +650,7 @@ class StoreContract:
             ]
         )
         keys = [page(n).key for n in ("new", "later", "soon", "gone", "flying", "absent")]
-        assert store.make_due(keys + [page("new").key], 100.0) == keys[:2]
+        assert store.make_due([*keys, page("new").key], 100.0) == keys[:2]
         later = store.get(page("later").key)
         assert later is not None
         assert (later.next_due, later.visits, later.last_crawl) == (100.0, 2, 5.0)
@@ -664,6 +664,9 @@ class StoreContract:
             assert record is not None
             assert record.next_due == 900.0
         assert store.make_due(keys, 100.0) == []  # due already: nothing to do
+        assert store.count_due(100.0) == 3
+        assert (store.count_due(49.0), store.count_due(50.0)) == (0, 1)
+        assert store.count_due(1000.0) == 3  # gone and in flight records are not
 
     def test_make_due_rejects_bad_keys_before_writing(self, store: StateStore) -> None:
         store.put(page(1, next_due=500.0))

@@ -329,6 +329,10 @@ class StateStore(Protocol):
         """Return the earliest ``next_due`` of a queued or idle record, or None if none."""
         ...
 
+    def count_due(self, now: float) -> int:
+        """Return how many queued or idle records have ``next_due <= now`` (the backlog)."""
+        ...
+
     def mark_in_flight(self, keys: Iterable[str], now: float) -> None:
         """Set status in-flight and ``in_flight_since = now``; unknown keys are ignored."""
         ...

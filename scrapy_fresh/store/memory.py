@@ -267,6 +267,12 @@ class MemoryStore(ClosingStore):
         self._prune_heap()
         return self._heap[0][0] if self._heap else None
 
+    def count_due(self, now: float) -> int:
+        """How many queued or idle records are due at ``now`` (a scan)."""
+        self._check_open()
+        check_time("now", now)
+        return sum(s.status in DUE_STATUSES and s.next_due <= now for s in self._pages.values())
+
     def mark_in_flight(self, keys: Iterable[str], now: float) -> None:
         """Mark the records of ``keys`` in flight since ``now``; unknown keys are ignored."""
         self._check_open()

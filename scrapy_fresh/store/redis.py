@@ -480,6 +480,15 @@ class RedisStore(ClosingStore):
         )
         return float(first[0][1]) if first else None
 
+    def count_due(self, now: float) -> int:
+        """How many queued or idle records are due at ``now`` (one ZCOUNT)."""
+        check_time("now", now)
+        return int(
+            self._call(
+                "count due records", self.client.zcount, self.k_due, "-inf", _float_text(now)
+            )
+        )
+
     def mark_in_flight(self, keys: Iterable[str], now: float) -> None:
         """Mark the records of ``keys`` in flight since ``now``; unknown keys are ignored."""
         check_time("now", now)

@@ -796,6 +796,15 @@ class SQLiteStore(ClosingStore):
             ).fetchone()[0]
             return value
 
+    def count_due(self, now: float) -> int:
+        """How many queued or idle records are due at ``now`` (counted on the index)."""
+        check_time("now", now)
+        with self._reading("count_due") as conn:
+            count: int = conn.execute(
+                "SELECT count(*) FROM pages WHERE status IN (0, 1) AND next_due <= ?", (now,)
+            ).fetchone()[0]
+            return count
+
     def mark_in_flight(self, keys: Iterable[str], now: float) -> None:
         """Mark the records of ``keys`` in flight since ``now``; unknown keys are ignored."""
         check_time("now", now)

@@ -21,6 +21,7 @@ clock.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
 import re
 import zoneinfo
@@ -288,6 +289,13 @@ class ScheduleRules:
         setting and the rule on the first bad one."""
         if raw is None:
             return cls()
+        if isinstance(raw, str):  # from the command line (scrapy crawl -s NAME=VALUE): JSON
+            try:
+                raw = json.loads(raw) if raw.strip() else []
+            except ValueError as exc:
+                raise ConfigError(
+                    f"{name} ({raw!r}) is not a JSON list of rules: {exc}."
+                ) from None
         if isinstance(raw, (str, bytes, Mapping)) or not isinstance(raw, Sequence):
             raise ConfigError(
                 f"{name} ({raw!r}) must be a list of rule dicts, e.g. "

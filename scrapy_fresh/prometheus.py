@@ -1,0 +1,120 @@
+"""Extension: a Prometheus endpoint for a continuous-mode crawl (:setting:`FRESH_PROMETHEUS_PORT`).
+
+Serves, at ``http://FRESH_PROMETHEUS_ADDRESS:FRESH_PROMETHEUS_PORT/metrics``, the crawl's
+``fresh/*`` stats as counters (read at each scrape) and the store's state as gauges: pages
+per status, the due backlog and the pages in flight (read every :data:`SNAPSHOT_SECS`),
+the blocked hosts, and the estimated freshness (every :data:`FRESHNESS_SECS`: it reads
+every record). See :mod:`scrapy_fresh.metrics` and :doc:`/reference/stats`. Needs
+``prometheus-client`` (``pip install 'scrapy-fresh[prometheus]'``).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals
+from scrapy.exceptions import NotConfigured
+from twisted.internet import task
+
+from scrapy_fresh.exceptions import ConfigError, StoreError
+from scrapy_fresh.metrics import Sample, StoreSnapshot, estimated_freshness, registry_of
+from scrapy_fresh.metrics import stats_samples as _stats_samples
+from scrapy_fresh.runtime import FreshRuntime
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from typing_extensions import Self
+
+__all__ = ["FRESHNESS_SECS", "SNAPSHOT_SECS", "FreshPrometheus"]
+
+logger = logging.getLogger(__name__)
+
+#: Seconds between two reads of the store's counts, backlog and blocked hosts.
+SNAPSHOT_SECS = 5.0
+#: Seconds between two estimates of the freshness (a pass over every record).
+FRESHNESS_SECS = 60.0
+
+
+class FreshPrometheus:
+    """Serve the crawl's metrics over HTTP while the spider is open (continuous mode)."""
+
+    def __init__(self, crawler: Crawler, runtime: FreshRuntime) -> None:
+        self.crawler = crawler
+        self.runtime = runtime
+        self.snapshot = StoreSnapshot()
+        self.registry = registry_of(self.samples)
+        self._server: Any = None
+        self._loops: list[task.LoopingCall] = []
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        runtime = FreshRuntime.of(crawler)
+        if not runtime.config.enabled or not runtime.config.prometheus_port:
+            raise NotConfigured("FRESH_PROMETHEUS_PORT is 0 (or scrapy_fresh is off)")
+        try:
+            ext = cls(crawler, runtime)
+        except ConfigError as exc:
+            raise ConfigError(f"FRESH_PROMETHEUS_PORT is set, but: {exc}") from None
+        crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
+        return ext
+
+    def samples(self) -> list[Sample]:
+        """What a scrape gets (called in the HTTP server's thread)."""
+        stats = self.crawler.stats.get_stats() if self.crawler.stats is not None else {}
+        return _stats_samples(dict(stats)) + self.snapshot.samples()
+
+    def spider_opened(self, spider: Any) -> None:
+        from prometheus_client import start_http_server
+
+        config = self.runtime.config
+        self.take_snapshot()
+        self.estimate_freshness()
+        try:
+            served = start_http_server(
+                config.prometheus_port, config.prometheus_address, registry=self.registry
+            )
+        except OSError as exc:
+            raise ConfigError(
+                f"FRESH_PROMETHEUS_PORT ({config.prometheus_port!r}) cannot be served on "
+                f"{config.prometheus_address!r}: {exc}"
+            ) from None
+        self._server = served[0] if isinstance(served, tuple) else None
+        for call, every in ((self.take_snapshot, SNAPSHOT_SECS),
+                            (self.estimate_freshness, FRESHNESS_SECS)):  # fmt: skip
+            loop = task.LoopingCall(call)
+            loop.start(every, now=False)
+            self._loops.append(loop)
+        logger.info(
+            "scrapy_fresh: Prometheus metrics at http://%(addr)s:%(port)d/metrics",
+            {"addr": config.prometheus_address, "port": config.prometheus_port},
+            extra={"spider": spider},
+        )
+
+    def take_snapshot(self) -> None:
+        store = self.runtime.store
+        try:
+            counts = store.counts()
+            due = store.count_due(self.runtime.clock())
+            blocked = len(store.blocked_hosts())
+        except StoreError as exc:
+            logger.warning("scrapy_fresh: metrics cannot read the store: %s", exc)
+            return
+        self.snapshot.counts, self.snapshot.due, self.snapshot.blocked = counts, due, blocked
+
+    def estimate_freshness(self) -> None:
+        try:
+            self.snapshot.freshness = estimated_freshness(
+                self.runtime.store.iterate(), self.runtime.clock()
+            )
+        except StoreError as exc:
+            logger.warning("scrapy_fresh: metrics cannot read the store: %s", exc)
+
+    def spider_closed(self, spider: Any, reason: str) -> None:
+        for loop in self._loops:
+            if loop.running:
+                loop.stop()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()

@@ -31,7 +31,7 @@ class HostBlocks:
     ((frozenset({'a.test'}), frozenset()), True)
     >>> stored.clear()
     >>> blocks.poll(0.5), blocks.poll(1.0)
-    ((frozenset(), frozenset()), (frozenset(), frozenset({'a.test'})))
+    (None, (frozenset(), frozenset({'a.test'})))
     """
 
     def __init__(self, read: Callable[[], dict[str, float]], poll_secs: float = POLL_SECS) -> None:
@@ -47,13 +47,14 @@ class HostBlocks:
     def __bool__(self) -> bool:
         return bool(self.hosts)
 
-    def poll(self, now: float) -> tuple[frozenset[str], frozenset[str]]:
-        """Read the blocked hosts if it is time; return (newly blocked, newly unblocked).
+    def poll(self, now: float) -> tuple[frozenset[str], frozenset[str]] | None:
+        """Read the blocked hosts if it is time; return (newly blocked, newly unblocked),
+        or None if it is not time yet.
 
         A store failure keeps the hosts as they were (logged; read again next time).
         """
         if now < self.next_poll:
-            return frozenset(), frozenset()
+            return None
         self.next_poll = now + self.poll_secs
         try:
             hosts = frozenset(self._read())

@@ -785,10 +785,25 @@ class FreshScheduler(BaseScheduler):
 
     # -- blocked hosts -----------------------------------------------------------------
 
-    def _follow_blocks(self, now: float) -> None:
-        """Read the blocked hosts (every few seconds): take a newly blocked host's
-        pages out of the frontier, hand an unblocked host's parked pages out again."""
-        blocked, unblocked = self._blocks.poll(now)
+    def _follow_store(self, now: float) -> None:
+        """Every :data:`~scrapy_fresh.hostblocks.POLL_SECS`: read the blocked hosts (take
+        a newly blocked host's pages out of the frontier, hand an unblocked host's
+        parked pages out again) and, in continuous mode, the earliest due time (a page
+        made due from outside, by ``scrapy-fresh due``, goes out within that time)."""
+        changed = self._blocks.poll(now)
+        if changed is None:
+            return
+        if self._continuous and self._shared is None:
+            try:
+                due = self.runtime.store.next_due_time()
+            except StoreError as exc:
+                self.runtime.store_error("read the next due time in", exc)
+                due = None
+            if due is not None and (self._due_hint is None or due < self._due_hint):
+                self._due_hint = due
+                if due <= now:
+                    self._refill(now)
+        blocked, unblocked = changed
         for host in blocked:
             keys = [k for k, lease in self.runtime.leases.items() if lease.host == host]
             self._park_blocked(host, [k for k in keys if self.frontier.discard(k)])
@@ -878,7 +893,7 @@ class FreshScheduler(BaseScheduler):
         self._flush_new()  # known URLs among them are sorted out first
         if self._cycle is not None and len(leases) < CYCLE_LOW_LEASES:
             self._load_more(now)  # keep a batch's worth of hosts to choose from
-        self._follow_blocks(now)
+        self._follow_store(now)
         while True:
             popped = self.frontier.pop(now)
             if popped is None:
@@ -957,7 +972,7 @@ class FreshScheduler(BaseScheduler):
         targets.extend(g.deadline for g in self._gates.values() if g.waiting and not g.deferred)
         if self._shared is not None and self._shared.next_time is not None:
             targets.append(self._shared.next_time)
-        if self._blocked:  # an unblock lets them go: look again at the next poll
+        if self._blocked or self._continuous:  # an unblock, a page made due from outside
             targets.append(self._blocks.next_poll)
         if not targets:
             return

@@ -63,15 +63,14 @@ def parse_duration(value: Any, where: str) -> float:
     return secs
 
 
-def _clock_secs(text: str, where: str) -> int:
+def _clock_secs(text: str) -> int | None:
+    """Seconds after midnight of ``HH:MM[:SS]``, or None if it is not a time of day."""
     found = _CLOCK.fullmatch(text.strip())
     if found is None:
-        raise ConfigError(f"{where} ({text!r}) must be a time of day HH:MM or HH:MM:SS.")
+        return None
     hours, minutes, secs = int(found.group(1)), int(found.group(2)), int(found.group(3) or 0)
     total = hours * 3600 + minutes * 60 + secs
-    if minutes > 59 or secs > 59 or total > 86400:
-        raise ConfigError(f"{where} ({text!r}) is not a time of day between 00:00 and 24:00.")
-    return total
+    return None if minutes > 59 or secs > 59 or total > 86400 else total
 
 
 @dataclass(frozen=True)
@@ -88,7 +87,12 @@ class Window:
         if not isinstance(text, str) or text.count("-") != 1:
             raise ConfigError(f"{where} ({text!r}) must be a time window such as '06:00-22:00'.")
         first, last = text.split("-")
-        start, end = _clock_secs(first, where), _clock_secs(last, where)
+        start, end = _clock_secs(first), _clock_secs(last)
+        if start is None or end is None:
+            raise ConfigError(
+                f"{where} ({text!r}) must be a time window HH:MM-HH:MM (or HH:MM:SS) "
+                "between 00:00 and 24:00, such as '06:00-22:00'."
+            )
         if start == end:
             raise ConfigError(f"{where} ({text!r}) is empty: its start and end are the same.")
         return cls(start, end)

@@ -2,15 +2,17 @@
 
 Serves, at ``http://FRESH_PROMETHEUS_ADDRESS:FRESH_PROMETHEUS_PORT/metrics``, the crawl's
 ``fresh/*`` stats as counters (read at each scrape) and the store's state as gauges: pages
-per status, the due backlog and the pages in flight (read every :data:`SNAPSHOT_SECS`),
-the blocked hosts, and the estimated freshness (every :data:`FRESHNESS_SECS`: it reads
-every record). See :mod:`scrapy_fresh.metrics` and :doc:`/reference/stats`. Needs
+per status, the due backlog, the pages in flight and the blocked hosts (read every
+:data:`SNAPSHOT_SECS`), and the estimated freshness (a pass over every record, repeated
+no sooner than :data:`FRESHNESS_COST_FACTOR` times what the last pass took: at most 2 %
+of the crawl's time goes to it). See :mod:`scrapy_fresh.metrics` and :doc:`/reference/stats`. Needs
 ``prometheus-client`` (``pip install 'scrapy-fresh[prometheus]'``).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
@@ -26,14 +28,15 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from typing_extensions import Self
 
-__all__ = ["FRESHNESS_SECS", "SNAPSHOT_SECS", "FreshPrometheus"]
+__all__ = ["FRESHNESS_COST_FACTOR", "SNAPSHOT_SECS", "FreshPrometheus"]
 
 logger = logging.getLogger(__name__)
 
 #: Seconds between two reads of the store's counts, backlog and blocked hosts.
 SNAPSHOT_SECS = 5.0
-#: Seconds between two estimates of the freshness (a pass over every record).
-FRESHNESS_SECS = 60.0
+#: The next freshness estimate (a pass over every record) comes no sooner than this many
+#: times the last one took after it, nor sooner than the next snapshot.
+FRESHNESS_COST_FACTOR = 50.0
 
 
 class FreshPrometheus:
@@ -45,7 +48,8 @@ class FreshPrometheus:
         self.snapshot = StoreSnapshot()
         self.registry = registry_of(self.samples)
         self._server: Any = None
-        self._loops: list[task.LoopingCall] = []
+        self._loop: task.LoopingCall | None = None
+        self._next_estimate = 0.0
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -70,7 +74,6 @@ class FreshPrometheus:
 
         config = self.runtime.config
         self.take_snapshot()
-        self.estimate_freshness()
         try:
             served = start_http_server(
                 config.prometheus_port, config.prometheus_address, registry=self.registry
@@ -81,11 +84,8 @@ class FreshPrometheus:
                 f"{config.prometheus_address!r}: {exc}"
             ) from None
         self._server = served[0] if isinstance(served, tuple) else None
-        for call, every in ((self.take_snapshot, SNAPSHOT_SECS),
-                            (self.estimate_freshness, FRESHNESS_SECS)):  # fmt: skip
-            loop = task.LoopingCall(call)
-            loop.start(every, now=False)
-            self._loops.append(loop)
+        self._loop = task.LoopingCall(self.take_snapshot)
+        self._loop.start(SNAPSHOT_SECS, now=False)
         logger.info(
             "scrapy_fresh: Prometheus metrics at http://%(addr)s:%(port)d/metrics",
             {"addr": config.prometheus_address, "port": config.prometheus_port},
@@ -102,19 +102,23 @@ class FreshPrometheus:
             logger.warning("scrapy_fresh: metrics cannot read the store: %s", exc)
             return
         self.snapshot.counts, self.snapshot.due, self.snapshot.blocked = counts, due, blocked
+        if time.monotonic() >= self._next_estimate:
+            self.estimate_freshness()
 
     def estimate_freshness(self) -> None:
+        began = time.monotonic()
         try:
             self.snapshot.freshness = estimated_freshness(
                 self.runtime.store.iterate(), self.runtime.clock()
             )
         except StoreError as exc:
             logger.warning("scrapy_fresh: metrics cannot read the store: %s", exc)
+        took = time.monotonic() - began
+        self._next_estimate = began + took * FRESHNESS_COST_FACTOR
 
     def spider_closed(self, spider: Any, reason: str) -> None:
-        for loop in self._loops:
-            if loop.running:
-                loop.stop()
+        if self._loop is not None and self._loop.running:
+            self._loop.stop()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()

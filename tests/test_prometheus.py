@@ -150,7 +150,7 @@ def test_status_prometheus_prints_the_stores_gauges(tmp_path: Path, known: Any) 
                     visits=2,
                     change_rate=0.0,
                 ),
-            ]  # fmt: skip
+            ]
         )
         store.block_host("b.example", now)
     out = subprocess.run(

@@ -34,13 +34,15 @@ def run(args: argparse.Namespace) -> int:
             print(f"{len(blocked)} hosts blocked in {where}")
             continue
         pages = _pages_per_host(store, set(hosts))
+        new = 0
         for host in hosts:
             if store.block_host(host, time.time()):
+                new += 1
                 print(f"blocked   {host} ({pages.get(host, 0)} pages known)")
             else:
                 print(f"blocked   {host} already, since {_when(blocked[host])}")
         store.flush()
-        print(f"{len(hosts)} hosts blocked in {where}")
+        print(f"{new} hosts blocked ({len(hosts) - new} were already) in {where}")
     return 0
 
 

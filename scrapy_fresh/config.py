@@ -151,6 +151,17 @@ def _choice(settings: BaseSettings, name: str, choices: tuple[str, ...]) -> str:
     return str(value)
 
 
+def _address(settings: BaseSettings, name: str) -> str:
+    """A host name or IP address to listen on."""
+    raw = _setting(settings, name)
+    if not isinstance(raw, str) or not raw.strip() or any(c.isspace() for c in raw.strip()):
+        raise ConfigError(
+            f"{name} ({raw!r}) must be a host name or IP address to listen on, such as "
+            "'127.0.0.1' or '0.0.0.0'."
+        )
+    return raw.strip()
+
+
 def _providers(settings: BaseSettings) -> dict[str, Provider]:
     raw = _setting(settings, "FRESH_PROVIDERS") or {}
     if not isinstance(raw, Mapping):
@@ -331,7 +342,7 @@ class FreshConfig:
                 _setting(settings, "FRESH_SCHEDULE_RULES"), "FRESH_SCHEDULE_RULES"
             ),
             prometheus_port=_integer(settings, "FRESH_PROMETHEUS_PORT", low=0, high=65535),
-            prometheus_address=str(_setting(settings, "FRESH_PROMETHEUS_ADDRESS")).strip(),
+            prometheus_address=_address(settings, "FRESH_PROMETHEUS_ADDRESS"),
         )
         config._check_combinations()
         return config

@@ -39,7 +39,9 @@ setup(
     ],
     extras_require={
         "redis": ["redis>=5", "scrapy-redis>=0.9"],
+        "prometheus": ["prometheus-client>=0.17"],
         "test": [
+            "prometheus-client>=0.17",
             "pytest>=8",
             "pytest-twisted>=1.14",
             "pytest-xdist>=3.5",

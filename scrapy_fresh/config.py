@@ -20,6 +20,7 @@ from scrapy_fresh.frontier.revisit import RevisitPolicy
 from scrapy_fresh.frontier.scoring import SCORE_RULES, ScoreParams
 from scrapy_fresh.itemfields import FieldRule, parse_field_rules, parse_fields
 from scrapy_fresh.policy.refresh import decay_for_half_life
+from scrapy_fresh.policy.schedule import NO_RULES, ScheduleRules
 from scrapy_fresh.store.base import Provider, StateStore
 
 if TYPE_CHECKING:
@@ -162,6 +163,17 @@ def _choice(settings: BaseSettings, name: str, choices: tuple[str, ...]) -> str:
     return str(value)
 
 
+def _address(settings: BaseSettings, name: str) -> str:
+    """A host name or IP address to listen on."""
+    raw = _setting(settings, name)
+    if not isinstance(raw, str) or not raw.strip() or any(c.isspace() for c in raw.strip()):
+        raise ConfigError(
+            f"{name} ({raw!r}) must be a host name or IP address to listen on, such as "
+            "'127.0.0.1' or '0.0.0.0'."
+        )
+    return raw.strip()
+
+
 def _providers(settings: BaseSettings) -> dict[str, Provider]:
     raw = _setting(settings, "FRESH_PROVIDERS") or {}
     if not isinstance(raw, Mapping):
@@ -234,6 +246,9 @@ class FreshConfig:
     trust_threshold: float = default_settings.FRESH_TRUST_THRESHOLD
     trust_recover: float = default_settings.FRESH_TRUST_RECOVER
     trust_quiet_evidence: float = default_settings.FRESH_TRUST_QUIET_EVIDENCE
+    schedule_rules: ScheduleRules = NO_RULES
+    prometheus_port: int = default_settings.FRESH_PROMETHEUS_PORT
+    prometheus_address: str = default_settings.FRESH_PROMETHEUS_ADDRESS
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> FreshConfig:
@@ -335,6 +350,11 @@ class FreshConfig:
             trust_threshold=_number(settings, "FRESH_TRUST_THRESHOLD", low=0.0, high=1.0),
             trust_recover=_number(settings, "FRESH_TRUST_RECOVER", low=0.0, high=1.0),
             trust_quiet_evidence=_number(settings, "FRESH_TRUST_QUIET_EVIDENCE", low=0.0),
+            schedule_rules=ScheduleRules.parse(
+                _setting(settings, "FRESH_SCHEDULE_RULES"), "FRESH_SCHEDULE_RULES"
+            ),
+            prometheus_port=_integer(settings, "FRESH_PROMETHEUS_PORT", low=0, high=65535),
+            prometheus_address=_address(settings, "FRESH_PROMETHEUS_ADDRESS"),
         )
         config._check_combinations()
         return config
@@ -346,6 +366,12 @@ class FreshConfig:
                 "FRESH_STORE = 'redis': the workers share one frontier and fetch every due "
                 "page. Set FRESH_CYCLE_BUDGET = 0, or limit each worker with Scrapy's "
                 "CLOSESPIDER_PAGECOUNT."
+            )
+        if self.prometheus_port and self.mode != "continuous":
+            raise ConfigError(
+                f"FRESH_PROMETHEUS_PORT ({self.prometheus_port!r}) serves continuous mode "
+                "only (FRESH_MODE = 'continuous'); a cycle run exports its numbers with "
+                "`scrapy-fresh status --prometheus` (node_exporter's textfile collector)."
             )
         if self.pc_lower >= self.pc_upper:
             raise ConfigError(
@@ -411,6 +437,7 @@ def revisit_policy(config: FreshConfig) -> RevisitPolicy:
         decay=pc_decay(config.pc_half_life_visits),
         error_backoff_secs=config.error_backoff_secs,
         gone_confirmations=config.gone_confirmations,
+        rules=config.schedule_rules,
     )
 
 

@@ -106,6 +106,12 @@ FRESH_REDIS_KEY = "%(spider)s:fresh"
 FRESH_REDIS_LEASE_SECS = 600.0
 #: Seconds between progress log lines of a crawl (0: none); see scrapy_fresh.crawl.progress.
 FRESH_PROGRESS_SECS = 30.0
+#: Continuous mode: port of a Prometheus endpoint with the fresh/* stats (0: none).
+FRESH_PROMETHEUS_PORT = 0
+#: Address the Prometheus endpoint listens on.
+FRESH_PROMETHEUS_ADDRESS = "127.0.0.1"
+#: Operator's bounds on refresh times per host or URL regex (scrapy_fresh.policy.schedule).
+FRESH_SCHEDULE_RULES: list[dict[str, object]] = []
 #: Path of the SQLite store; a relative path is resolved under the project's .scrapy/ dir.
 FRESH_SQLITE_PATH = "fresh/%(spider)s.sqlite"
 #: Learn per host and signal kind whether a provider's signals hold; ignore them if not.

@@ -637,6 +637,59 @@ class StoreContract:
         store.put(page(1))
         assert len(store) == 2
 
+    # -- operator's controls ------------------------------------------------------------
+
+    def test_make_due_moves_queued_and_idle_records_only(self, store: StateStore) -> None:
+        store.put_many(
+            [
+                page("later", next_due=500.0, status=Status.IDLE, visits=2, last_crawl=5.0),
+                page("new", next_due=300.0),
+                page("soon", next_due=50.0),
+                page("gone", next_due=900.0, status=Status.GONE, visits=1),
+                page("flying", next_due=900.0, status=Status.IN_FLIGHT, in_flight_since=1.0),
+            ]
+        )
+        keys = [page(n).key for n in ("new", "later", "soon", "gone", "flying", "absent")]
+        assert store.make_due([*keys, page("new").key], 100.0) == keys[:2]
+        later = store.get(page("later").key)
+        assert later is not None
+        assert (later.next_due, later.visits, later.last_crawl) == (100.0, 2, 5.0)
+        assert later.status is Status.IDLE
+        due = store.due(100.0, 10)
+        assert [s.next_due for s in due] == [50.0, 100.0, 100.0]  # the index follows
+        assert {s.key for s in due} == {page(n).key for n in ("soon", "later", "new")}
+        assert store.next_due_time() == 50.0
+        for name in ("gone", "flying"):
+            record = store.get(page(name).key)
+            assert record is not None
+            assert record.next_due == 900.0
+        assert store.make_due(keys, 100.0) == []  # due already: nothing to do
+        assert store.count_due(100.0) == 3
+        assert (store.count_due(49.0), store.count_due(50.0)) == (0, 1)
+        assert store.count_due(1000.0) == 3  # gone and in flight records are not
+
+    def test_make_due_rejects_bad_keys_before_writing(self, store: StateStore) -> None:
+        store.put(page(1, next_due=500.0))
+        with pytest.raises(ValueError, match="key"):
+            store.make_due([page(1).key, "nope"], 1.0)
+        record = store.get(page(1).key)
+        assert record is not None
+        assert record.next_due == 500.0
+
+    def test_block_and_unblock_hosts(self, store: StateStore) -> None:
+        assert store.blocked_hosts() == {}
+        assert store.block_host("a.example", 10.0) is True
+        assert store.block_host("a.example", 20.0) is False  # blocked since 10
+        assert store.block_host("b.example:8080", 30.0) is True
+        assert store.blocked_hosts() == {"a.example": 10.0, "b.example:8080": 30.0}
+        assert store.unblock_host("a.example") is True
+        assert store.unblock_host("a.example") is False
+        assert store.blocked_hosts() == {"b.example:8080": 30.0}
+        assert len(store) == 0  # no page records made
+        assert list(store.sites()) == []  # nor site records
+        with pytest.raises(ValueError, match="host"):
+            store.block_host("", 1.0)
+
     # -- sites --------------------------------------------------------------------------
 
     def test_sites(self, store: StateStore) -> None:

@@ -11,7 +11,11 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "scrapy_fresh"
 
 #: import name -> distribution name, where they differ
-DISTRIBUTIONS = {"twisted": "twisted", "scrapy_redis": "scrapy-redis"}
+DISTRIBUTIONS = {
+    "twisted": "twisted",
+    "scrapy_redis": "scrapy-redis",
+    "prometheus_client": "prometheus-client",
+}
 
 
 def _requirements() -> tuple[set[str], dict[str, set[str]]]:
@@ -59,7 +63,7 @@ def _imported_top_level() -> set[str]:
 
 def test_every_import_is_declared_and_every_requirement_imported() -> None:
     base, extras = _requirements()
-    optional = extras["redis"] | extras["plots"]
+    optional = extras["redis"] | extras["plots"] | extras["prometheus"]
     imported = {DISTRIBUTIONS.get(name, name).lower() for name in _imported_top_level()}
     assert "scrapy" in imported
     undeclared = sorted(imported - base - optional)

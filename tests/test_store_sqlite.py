@@ -377,6 +377,7 @@ def test_version_1_file_is_migrated_and_keeps_its_sites(tmp_path: Path) -> None:
         store.put_site(SiteState("example.com", visits=4, p_c=0.5))
     conn = raw(path)  # make it a version 1 file: sites without the checks column
     conn.execute("DROP VIEW pages_view")  # (and pages without the columns of version 3)
+    conn.execute("DROP TABLE blocked_hosts")  # (nor the table of version 4)
     for table, column in (
         ("sites", "checks"),
         ("pages", "field_hashes"),
@@ -393,8 +394,9 @@ def test_version_1_file_is_migrated_and_keeps_its_sites(tmp_path: Path) -> None:
         store.put_site(site)
         assert store.get_site("example.com").checks == {"ignored": 2}  # type: ignore[union-attr]
         assert len(store) == 1
+        assert store.block_host("example.com", 1.0)  # version 4's table is there
     conn = raw(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
     conn.close()
 
 
@@ -429,7 +431,31 @@ def test_version_2_file_written_by_the_previous_code_is_migrated(tmp_path: Path)
         assert again == got
         assert [s.url for s in store.due(1_700_100_000.0, 10)] == ["https://shop.example/p/2"]
     conn = raw(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+    assert conn.execute("SELECT count(*) FROM blocked_hosts").fetchone() == (0,)
     view = conn.execute("SELECT field_hashes, content_hash FROM pages_view WHERE visits = 4")
     assert view.fetchone() == ('[{"price":18446744073709551615,"stock":5}]', "8000000000000000")
+    conn.close()
+
+
+#: A version 3 store written by scrapy_fresh before version 4 (/work/main at f5ba9bc):
+#: one visited page of shop.example, due at 1_700_086_400, and its site record.
+V3_FILE = Path(__file__).parent / "data" / "store-v3.sqlite"
+
+
+def test_version_3_file_gets_the_blocked_hosts_table(tmp_path: Path) -> None:
+    path = tmp_path / "fresh.sqlite"
+    path.write_bytes(V3_FILE.read_bytes())
+    key = url_key("https://shop.example/p/1")
+    with SQLiteStore(path) as store:
+        assert store.blocked_hosts() == {}
+        assert store.block_host("shop.example", 5.0) is True
+        assert store.make_due([key], 1_700_000_100.0) == [key]
+        got = store.get(key)
+        assert got is not None
+        assert (got.visits, got.next_due) == (2, 1_700_000_100.0)
+    with SQLiteStore(path) as store:
+        assert store.blocked_hosts() == {"shop.example": 5.0}
+    conn = raw(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
     conn.close()

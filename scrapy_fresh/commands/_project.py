@@ -10,12 +10,24 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scrapy_fresh.config import FreshConfig
 from scrapy_fresh.exceptions import ConfigError, StoreError
 from scrapy_fresh.store.base import PageState, SiteState, StateStore
 
-__all__ = ["add_store_arguments", "open_store", "project_config", "read_stores", "resolve_path"]
+if TYPE_CHECKING:
+    from scrapy.settings import Settings
+
+__all__ = [
+    "add_store_arguments",
+    "open_store",
+    "project_config",
+    "project_settings",
+    "read_stores",
+    "resolve_path",
+    "store_paths",
+]
 
 
 def add_store_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,11 +52,9 @@ def add_store_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def project_config(overrides: list[str] | None = None) -> tuple[FreshConfig, list[str]]:
-    """The validated settings of the project around the working directory (or the
-    defaults outside one), and the store path of each of its spiders: the project's
-    :setting:`FRESH_SQLITE_PATH` or the spider's own ``custom_settings`` one, with
-    ``%(spider)s`` replaced by the spider's name."""
+def project_settings(overrides: list[str] | None = None) -> tuple[Settings, bool]:
+    """The Scrapy settings of the project around the working directory (the defaults
+    outside one) with the ``-s NAME=VALUE`` overrides, and whether there is a project."""
     from scrapy.settings import Settings
     from scrapy.utils.project import get_project_settings, inside_project
 
@@ -55,6 +65,15 @@ def project_config(overrides: list[str] | None = None) -> tuple[FreshConfig, lis
         if not sep or not name:
             raise ConfigError(f"-s {item!r}: expected NAME=VALUE.")
         settings.set(name, value, priority="cmdline")
+    return settings, inside
+
+
+def project_config(overrides: list[str] | None = None) -> tuple[FreshConfig, list[str]]:
+    """The validated settings of the project around the working directory (or the
+    defaults outside one), and the store path of each of its spiders: the project's
+    :setting:`FRESH_SQLITE_PATH` or the spider's own ``custom_settings`` one, with
+    ``%(spider)s`` replaced by the spider's name."""
+    settings, inside = project_settings(overrides)
     config = FreshConfig.from_settings(settings)
     spider_paths: list[str] = []
     if inside:
@@ -113,6 +132,27 @@ def _merge_site(a: SiteState, b: SiteState) -> SiteState:
     )
 
 
+def store_paths(
+    args: argparse.Namespace, config: FreshConfig, spider_paths: list[str]
+) -> list[Path]:
+    """The SQLite store files the arguments (``--sqlite-path``) or the project name."""
+    if args.sqlite_paths:
+        return [Path(p) for p in args.sqlite_paths]
+    if config.store != "sqlite":
+        raise ConfigError(
+            f"FRESH_STORE is {config.store!r}: these commands read SQLite stores only; "
+            "give the store file with --sqlite-path."
+        )
+    if not spider_paths and "%(spider)s" in config.sqlite_path:
+        raise ConfigError(
+            f"FRESH_SQLITE_PATH ({config.sqlite_path!r}) names one store per spider; run "
+            "the command inside the Scrapy project, or give the store file with "
+            "--sqlite-path."
+        )
+    candidates = [resolve_path(p) for p in spider_paths or [config.sqlite_path % {}]]
+    return [p for p in candidates if p.is_file()] or candidates[:1]
+
+
 def read_stores(
     args: argparse.Namespace,
 ) -> tuple[FreshConfig, list[PageState], list[SiteState], str]:
@@ -122,22 +162,7 @@ def read_stores(
     p_c and refresh time averaged with the visits as weights).
     """
     config, spider_paths = project_config(args.overrides)
-    if args.sqlite_paths:
-        paths = [Path(p) for p in args.sqlite_paths]
-    else:
-        if config.store != "sqlite":
-            raise ConfigError(
-                f"FRESH_STORE is {config.store!r}: these commands read SQLite stores only; "
-                "give the store file with --sqlite-path."
-            )
-        if not spider_paths and "%(spider)s" in config.sqlite_path:
-            raise ConfigError(
-                f"FRESH_SQLITE_PATH ({config.sqlite_path!r}) names one store per spider; run "
-                "the command inside the Scrapy project, or give the store file with "
-                "--sqlite-path."
-            )
-        candidates = [resolve_path(p) for p in spider_paths or [config.sqlite_path % {}]]
-        paths = [p for p in candidates if p.is_file()] or candidates[:1]
+    paths = store_paths(args, config, spider_paths)
     states: dict[str, PageState] = {}
     sites: dict[str, SiteState] = {}
     for path in paths:

@@ -9,7 +9,16 @@ import time
 from collections import Counter
 from typing import Any
 
-from scrapy_fresh.commands._project import add_store_arguments, read_stores
+from scrapy_fresh.commands._project import (
+    add_store_arguments,
+    open_store,
+    project_config,
+    read_stores,
+    store_paths,
+)
+from scrapy_fresh.config import FreshConfig
+from scrapy_fresh.monitoring import StoreSnapshot, render
+from scrapy_fresh.policy.schedule import ScheduleRules
 from scrapy_fresh.store.base import PageState, Provider, Status
 
 HELP = "Show the store: pages per status and provider, what is due, p_c, refresh times, hosts."
@@ -36,6 +45,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="Unix time to count due pages against (default: now)",
     )
     parser.add_argument("--top", type=int, default=10, help="hosts to list (default 10)")
+    parser.add_argument(
+        "--prometheus",
+        action="store_true",
+        help="print the store's numbers in Prometheus's text format (for node_exporter's "
+        "textfile collector); needs prometheus-client",
+    )
     add_store_arguments(parser)
 
 
@@ -103,6 +118,21 @@ def summarize(
     }
 
 
+def rule_rows(rules: ScheduleRules, states: list[PageState]) -> list[dict[str, Any]]:
+    """Per schedule rule (:setting:`FRESH_SCHEDULE_RULES`): what it says, and the pages
+    it applies to (the first rule that matches a page is its rule)."""
+    pages = [0] * len(rules.rules)
+    for s in states:
+        for i, rule in enumerate(rules.rules):
+            if rule.matches(s.url, s.host):
+                pages[i] += 1
+                break
+    return [
+        {"rule": i, "says": rule.describe(), "pages": pages[i]}
+        for i, rule in enumerate(rules.rules)
+    ]
+
+
 def trust_rows(sites: Any) -> list[dict[str, Any]]:
     """Per host and signal kind: the trust score, the evidence, and whether it is demoted
     (:mod:`scrapy_fresh.policy.trust`; least trusted first)."""
@@ -167,6 +197,14 @@ def render_text(data: dict[str, Any], store: str) -> str:
             f"  {h['host']:<30} {h['pages']:>6} pages {h['visits']:>7} visits "
             f"{h['changes']:>6} changes  p_c {p_c}  refresh {_duration(h['refresh_secs'])}"
         )
+    if data.get("rules"):
+        lines.append("Schedule rules (FRESH_SCHEDULE_RULES; the first that matches applies):")
+        lines.extend(f"  [{r['rule']}] {r['says']}: {r['pages']} pages" for r in data["rules"])
+    if data.get("blocked"):
+        lines.append("Blocked hosts (scrapy-fresh unblock --host HOST lets them go):")
+        for host, since in sorted(data["blocked"].items()):
+            when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(since))
+            lines.append(f"  {host:<30} since {when}")
     if data["trust"]:
         lines.append("Provider signal trust (least trusted first):")
         for t in data["trust"]:
@@ -178,11 +216,31 @@ def render_text(data: dict[str, Any], store: str) -> str:
     return "\n".join(lines)
 
 
+def blocked_hosts(args: argparse.Namespace, config: FreshConfig) -> dict[str, float]:
+    """The hosts blocked in the stores the arguments (or the project) name."""
+    _, spider_paths = project_config(args.overrides)
+    blocked: dict[str, float] = {}
+    for path in store_paths(args, config, spider_paths):
+        store = open_store(path)
+        try:
+            blocked.update(store.blocked_hosts())
+        finally:
+            store.close()
+    return blocked
+
+
 def run(args: argparse.Namespace) -> int:
-    _, states, site_list, description = read_stores(args)
+    config, states, site_list, description = read_stores(args)
     sites = {site.host: site for site in site_list}
     now = time.time() if args.now is None else args.now
+    blocked = blocked_hosts(args, config)
+    if args.prometheus:
+        snapshot = StoreSnapshot.of_states(states, now, len(blocked))
+        print(render(snapshot.samples()), end="")
+        return 0
     data = summarize(states, sites, now, args.top)
+    data["rules"] = rule_rows(config.schedule_rules, states)
+    data["blocked"] = blocked
     if args.json:
         print(json.dumps({"store": description, **data}, indent=2))
     else:

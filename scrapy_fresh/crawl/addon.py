@@ -12,6 +12,7 @@ It is the same as setting, by hand::
     EXTENSIONS = {
         "scrapy_fresh.crawl.visitlog.VisitLog": 0,
         "scrapy_fresh.crawl.progress.FreshProgress": 0,
+        "scrapy_fresh.crawl.prometheus.FreshPrometheus": 0,
     }
 """
 
@@ -56,6 +57,8 @@ EXTRA_COMPONENTS = [
     ),
     # Progress log lines (off when FRESH_PROGRESS_SECS is 0).
     ("EXTENSIONS", "scrapy_fresh.crawl.progress.FreshProgress", 0),
+    # The Prometheus endpoint of continuous mode (off when FRESH_PROMETHEUS_PORT is 0).
+    ("EXTENSIONS", "scrapy_fresh.crawl.prometheus.FreshPrometheus", 0),
 ]
 
 

@@ -231,6 +231,7 @@ class FreshProviderMiddleware:
                 fixed_level=self._fixed_level,
                 stat=self.runtime.stat,
                 on_trust_change=self._log_trust_change,
+                rules=self.runtime.policy.rules,
             )
         return self._tracker
 

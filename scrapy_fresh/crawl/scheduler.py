@@ -24,6 +24,7 @@ from scrapy.utils.asyncio import call_later
 from scrapy.utils.misc import build_from_crawler, load_object
 
 from scrapy_fresh.config import parse_provider
+from scrapy_fresh.crawl.hostblocks import HostBlocks
 from scrapy_fresh.crawl.records import Sighting
 from scrapy_fresh.crawl.requestinfo import is_robots_request, rebuild_request, request_info
 from scrapy_fresh.crawl.runtime import FreshRuntime, Lease, header
@@ -136,6 +137,10 @@ class FreshScheduler(BaseScheduler):
         #: Where this run's due records come from (:mod:`scrapy_fresh.crawl.sources`),
         #: chosen at open by the mode and the store.
         self.source: DueSource = DueSource(self)
+        #: Hosts blocked by ``scrapy-fresh block`` (read at open) and, per host, the
+        #: leases parked until it is unblocked.
+        self._blocks = HostBlocks(lambda: self.runtime.store.blocked_hosts())
+        self._blocked: dict[str, list[str]] = {}
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -176,6 +181,7 @@ class FreshScheduler(BaseScheduler):
         signals_.connect(self._response_downloaded, signal=signals.response_downloaded)
         signals_.connect(self._request_left_downloader, signal=signals.request_left_downloader)
         self.opened_at = now
+        self._blocks.poll(now)
         self._lookahead = self.source.lookahead(now)
         loaded = self.source.open(now, self._due_by(now))
         logger.info(
@@ -551,6 +557,47 @@ class FreshScheduler(BaseScheduler):
         self.runtime.flush_new()
         self.source.new_flushed()
 
+    # -- blocked hosts -----------------------------------------------------------------
+
+    def _follow_store(self, now: float) -> None:
+        """Every :data:`~scrapy_fresh.crawl.hostblocks.POLL_SECS`: read the blocked hosts (take
+        a newly blocked host's pages out of the frontier, hand an unblocked host's
+        parked pages out again) and, in continuous mode, the earliest due time (a page
+        made due from outside, by ``scrapy-fresh due``, goes out within that time)."""
+        changed = self._blocks.poll(now)
+        if changed is None:
+            return
+        self.source.follow_store(now)
+        blocked, unblocked = changed
+        for host in blocked:
+            keys = [k for k, lease in self.runtime.leases.items() if lease.host == host]
+            self._park_blocked(host, [k for k in keys if self.frontier.discard(k)])
+            logger.info(
+                "scrapy_fresh: %(host)s is blocked; its pages wait until it is unblocked",
+                {"host": host},
+                extra={"spider": self.crawler.spider},
+            )
+        for host in unblocked:
+            parked = self._blocked.pop(host, [])
+            logger.info(
+                "scrapy_fresh: %(host)s is unblocked; %(n)d pages go out again",
+                {"host": host, "n": len(parked)},
+                extra={"spider": self.crawler.spider},
+            )
+            for key in parked:
+                lease = self.runtime.leases.get(key)
+                if lease is not None:
+                    self._push(lease, now, host)
+
+    def blocked_hosts(self) -> frozenset[str] | set[str]:
+        """Hosts blocked by ``scrapy-fresh block``, as last read."""
+        return self._blocks.hosts
+
+    def _park_blocked(self, host: str, keys: list[str]) -> None:
+        if keys:
+            self._blocked.setdefault(host, []).extend(keys)
+            self.runtime.stat("fresh/requests/blocked_host", len(keys))
+
     def admit(self, scored: Iterable[tuple[float, PageState]], now: float) -> None:
         scored = list(scored)
         if not scored:
@@ -589,6 +636,9 @@ class FreshScheduler(BaseScheduler):
 
     def _push(self, lease: Lease, now: float, host: str | None = None) -> None:
         host = host or lease.host
+        if host in self._blocks:
+            self._park_blocked(host, [lease.key])
+            return
         if host not in self._hosts_seen:
             self._hosts_seen.add(host)
             url = lease.request.url if lease.request is not None else lease.url
@@ -611,6 +661,7 @@ class FreshScheduler(BaseScheduler):
         leases = self.runtime.leases
         self.flush_new()  # known URLs among them are sorted out first
         self.source.before_pop(now)
+        self._follow_store(now)
         while True:
             popped = self.frontier.pop(now)
             if popped is None:
@@ -620,6 +671,9 @@ class FreshScheduler(BaseScheduler):
                 return None
             lease = leases.get(popped.key)
             if lease is None:
+                continue
+            if popped.host in self._blocks:
+                self._park_blocked(popped.host, [popped.key])
                 continue
             gate = self._gates.get(popped.host)
             if gate is not None and gate.waiting:
@@ -685,6 +739,8 @@ class FreshScheduler(BaseScheduler):
         if wake is not None:
             targets.append(wake)
         targets.extend(g.deadline for g in self._gates.values() if g.waiting and not g.deferred)
+        if self._blocked or self.source.stays_open:  # an unblock, a page made due from outside
+            targets.append(self._blocks.next_poll)
         if not targets:
             return
         at = max(min(targets), now)

@@ -91,6 +91,9 @@ class Scheduling(Protocol):
     def flush_new(self) -> None:
         """Write the queued new records (then :meth:`DueSource.new_flushed`)."""
 
+    def blocked_hosts(self) -> frozenset[str] | set[str]:
+        """Hosts blocked by ``scrapy-fresh block``, as last read."""
+
 
 class DueSource:
     """The due records of one run (the base: nothing is due)."""
@@ -138,6 +141,10 @@ class DueSource:
 
     def on_timer(self, now: float) -> None:
         """The scheduler's timer fired."""
+
+    def follow_store(self, now: float) -> None:
+        """Every second or so while pages go out: see what others wrote to the store
+        (a page made due by ``scrapy-fresh due``)."""
 
     def on_visit(self, state: PageState, now: float) -> bool:
         """A visit was recorded; True if the timer should be armed again."""
@@ -358,6 +365,18 @@ class ContinuousSource(DueSource):
         if self.due_hint is not None and self.due_hint <= now:
             self._refill(now)
 
+    def follow_store(self, now: float) -> None:
+        """A page made due from outside goes out within the blocked hosts' poll time."""
+        try:
+            due = self.runtime.store.next_due_time()
+        except StoreError as exc:
+            self.runtime.store_error("read the next due time in", exc)
+            return
+        if due is not None and (self.due_hint is None or due < self.due_hint):
+            self.due_hint = due
+            if due <= now:
+                self._refill(now)
+
     def on_visit(self, state: PageState, now: float) -> bool:
         if state.status is Status.GONE:
             return False
@@ -391,7 +410,10 @@ class SharedSource(DueSource):
         self.scheduler.flush_new()  # this worker's discoveries go to the shared frontier first
         wanted = max(0, PULL_BATCH - len(self.scheduler.frontier))
         score = partial(priority_score, now=now, params=self.runtime.score_params)
-        return self.shared.pull(now, self.scheduler.lease, score, wanted) if wanted else 0
+        if not wanted:
+            return 0
+        blocked = self.scheduler.blocked_hosts()
+        return self.shared.pull(now, self.scheduler.lease, score, wanted, busy_hosts=blocked)
 
     def loading(self) -> bool:
         return self.shared.waiting
@@ -400,11 +422,22 @@ class SharedSource(DueSource):
         return self._pull(now) > 0
 
     def wake_time(self) -> float | None:
-        return self.shared.next_time
+        """When the shared frontier may have pages for this worker; in continuous mode
+        also when the next record comes due there."""
+        times = [self.shared.next_time]
+        if self.stays_open:
+            times.append(self.shared.next_due)
+        waits = [t for t in times if t is not None]
+        return min(waits) if waits else None
 
     def on_visit(self, state: PageState, now: float) -> bool:
         self.shared.host_done(state.host, now)
-        return False
+        if not self.stays_open or state.status is Status.GONE:
+            return False
+        due = self.shared.next_due
+        if due is None or state.next_due < due:
+            self.shared.next_due = state.next_due  # due again after the last pull
+        return True
 
     def may_admit(self, state: PageState) -> bool:
         return False  # every page is handed out by the shared frontier

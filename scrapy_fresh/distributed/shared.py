@@ -496,6 +496,26 @@ class OutageSafeStore:
         result: int = self._read("release_in_flight", older_than)
         return result
 
+    def count_due(self, now: float) -> int:
+        result: int = self._read("count_due", now)
+        return result
+
+    def make_due(self, keys: Iterable[str], now: float) -> list[str]:
+        result: list[str] = self._read("make_due", list(keys), now)
+        return result
+
+    def block_host(self, host: str, now: float) -> bool:
+        result: bool = self._read("block_host", host, now)
+        return result
+
+    def unblock_host(self, host: str) -> bool:
+        result: bool = self._read("unblock_host", host)
+        return result
+
+    def blocked_hosts(self) -> dict[str, float]:
+        result: dict[str, float] = self._read("blocked_hosts")
+        return result
+
     def counts(self) -> dict[Status, int]:
         result: dict[Status, int] = self._read("counts")
         return result
@@ -589,6 +609,9 @@ class SharedFrontier:
         )  # fmt: skip
         #: When the shared frontier may give something again (None: nothing to wait for).
         self.next_time: float | None = None
+        #: The earliest due time in the shared frontier at the last pull (None: none);
+        #: a continuous-mode worker wakes for it.
+        self.next_due: float | None = None
         #: True while URLs are due, leased by other workers or held back by an outage:
         #: a cycle-mode crawl stays open while this is True.
         self.waiting = False
@@ -651,6 +674,7 @@ class SharedFrontier:
             return 0
         self._backoff.succeeded()
         others = in_flight[Status.IN_FLIGHT] - len(self.store.leased) - len(popped.leased)
+        self.next_due = popped.next_due_time
         times = [popped.next_host_time]
         if popped.next_due_time is not None and popped.next_due_time <= now:
             times.append(popped.next_due_time)

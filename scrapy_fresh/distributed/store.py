@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy_fresh.distributed import _lua as lua
 from scrapy_fresh.exceptions import StoreError
 from scrapy_fresh.store._checks import (
+    check_host,
     check_key,
     check_limit,
     check_site,
@@ -70,6 +71,8 @@ MAX_DOC_ID = 1 << 53
 WRITE_CHUNK = 20_000
 #: Keys per read command or per mark/release script call.
 READ_CHUNK = 1_000
+#: Rounds of :meth:`RedisStore.make_due` for records that change while it writes them.
+_MAKE_DUE_TRIES = 5
 #: Doc ids per ``P:ids:<bucket>`` hash (small hashes are stored compactly by Redis).
 _IDS_PER_BUCKET = 256
 
@@ -282,11 +285,13 @@ class RedisStore(ClosingStore):
         k = prefix + ":"
         self.k_pages, self.k_ids, self.k_due = k + "pages", k + "ids", k + "due"
         self.k_flight, self.k_counts, self.k_sites = k + "flight", k + "counts", k + "sites"
+        self.k_blocked = k + "blocked"
         self._write = client.register_script(lua.WRITE)
         self._delete = client.register_script(lua.DELETE)
         self._due = client.register_script(lua.DUE)
         self._mark = client.register_script(lua.MARK)
         self._release = client.register_script(lua.RELEASE)
+        self._write_if = client.register_script(lua.WRITE_IF)
 
     @classmethod
     def from_settings(
@@ -475,6 +480,15 @@ class RedisStore(ClosingStore):
         )
         return float(first[0][1]) if first else None
 
+    def count_due(self, now: float) -> int:
+        """How many queued or idle records are due at ``now`` (one ZCOUNT)."""
+        check_time("now", now)
+        return int(
+            self._call(
+                "count due records", self.client.zcount, self.k_due, "-inf", _float_text(now)
+            )
+        )
+
     def mark_in_flight(self, keys: Iterable[str], now: float) -> None:
         """Mark the records of ``keys`` in flight since ``now``; unknown keys are ignored."""
         check_time("now", now)
@@ -500,6 +514,65 @@ class RedisStore(ClosingStore):
             released += int(done)
             if int(looked) < READ_CHUNK or not done:
                 return released
+
+    # -- operator's controls ---------------------------------------------------
+
+    def make_due(self, keys: Iterable[str], now: float) -> list[str]:
+        """Make the queued or idle records of ``keys`` due at ``now``; return their keys.
+
+        Each record is written only while it is as it was read (the frontier's
+        compare-and-set script): one a worker leased or visited meanwhile is read again,
+        and left alone if it is no longer queued or idle and due later.
+        """
+        check_time("now", now)
+        wanted = list(dict.fromkeys(check_key(k) for k in keys))
+        made: set[str] = set()
+        for _ in range(_MAKE_DUE_TRIES):
+            read = self.read_records(wanted)
+            todo = [
+                (state, value)
+                for state, value in read.values()
+                if state.status in (Status.QUEUED, Status.IDLE) and state.next_due > now
+            ]
+            if not todo:
+                break
+            args: list[bytes | str] = []
+            for state, value in todo:
+                state.next_due = now
+                row = encode_record(state, self.priority(state))
+                args += (row[0], value, *row[1:3], *row[4:])
+            codes, _ = self._run(self._write_if, "make records due", *args)
+            retry = []
+            for (state, _value), code in zip(todo, codes, strict=True):
+                if int(code) == 1:
+                    made.add(state.key)
+                elif int(code) == -2:  # changed since it was read: look again
+                    retry.append(state.key)
+            wanted = retry
+            if not wanted:
+                break
+        return [k for k in dict.fromkeys(check_key(k) for k in keys) if k in made]
+
+    def block_host(self, host: str, now: float) -> bool:
+        """Block ``host`` from ``now`` on; False if it was blocked already."""
+        check_time("now", now)
+        return bool(
+            self._call(
+                "block a host", self.client.hsetnx, self.k_blocked, check_host(host),
+                _float_text(now),
+            )
+        )  # fmt: skip
+
+    def unblock_host(self, host: str) -> bool:
+        """Unblock ``host``; return whether it was blocked."""
+        return bool(
+            self._call("unblock a host", self.client.hdel, self.k_blocked, check_host(host))
+        )
+
+    def blocked_hosts(self) -> dict[str, float]:
+        """The blocked hosts, with when each was blocked."""
+        raw = self._call("read the blocked hosts", self.client.hgetall, self.k_blocked)
+        return {host.decode(): float(since) for host, since in raw.items()}
 
     def counts(self) -> dict[Status, int]:
         """Return the number of records per status (every status, zero included)."""

@@ -36,6 +36,7 @@ from scrapy_fresh.policy.refresh import (
     cold_start,
     decayed_visits,
 )
+from scrapy_fresh.policy.schedule import NO_RULES, ScheduleRules
 from scrapy_fresh.store.base import PageState, SiteState, Status
 
 __all__ = ["RevisitPolicy", "record_visit"]
@@ -55,6 +56,8 @@ class RevisitPolicy:
     gone_confirmations: int = defaults.FRESH_GONE_CONFIRMATIONS
     #: Weight of a page's new refresh time in its site's (log-space moving average).
     site_weight: float = 0.1
+    #: The operator's bounds (:setting:`FRESH_SCHEDULE_RULES`) on every next due time.
+    rules: ScheduleRules = NO_RULES
 
 
 def _counter(visits: int, p_c: float, decay: float) -> SuccessCounter:
@@ -84,7 +87,24 @@ def record_visit(
     (:func:`~scrapy_fresh.policy.cost.cost_aware_refresh`: a ``not_modified`` visit cost
     ``check_cost``, any other judged visit a full download); ``state.p_c`` itself stays
     the plain (decayed) changes / visits. The default 1.0 is the paper's rule, exactly.
+
+    The due time is then bounded by ``policy.rules`` (:mod:`scrapy_fresh.policy.schedule`),
+    whatever the outcome: the operator's rules have the last word.
     """
+    _apply_visit(state, outcome, now, policy, site, check_cost)
+    if policy.rules:
+        state.next_due = policy.rules.due(state.url, state.host, now, state.next_due)
+    return state
+
+
+def _apply_visit(
+    state: PageState,
+    outcome: Outcome,
+    now: float,
+    policy: RevisitPolicy,
+    site: SiteState | None,
+    check_cost: float,
+) -> PageState:
     if not 0.0 < check_cost <= 1.0:  # also NaN
         raise ConfigError(f"check_cost ({check_cost!r}) must be within (0, 1].")
     state.status = Status.IDLE

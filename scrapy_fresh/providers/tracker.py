@@ -49,6 +49,7 @@ from typing import Protocol
 
 from scrapy_fresh.keys import url_host, url_key
 from scrapy_fresh.outcome import Outcome
+from scrapy_fresh.policy.schedule import NO_RULES, ScheduleRules
 from scrapy_fresh.policy.trust import (
     DEFAULT_TRUST_PARAMS,
     STAMP_MIN_ENTRIES,
@@ -182,6 +183,8 @@ class SignalTracker:
     :param on_trust_change: ``(host, kind, demoted, score)`` when a host's signals of
         ``kind`` are demoted (``demoted`` True) or trusted again (kind ``cache``: its
         quiet claims).
+    :param rules: the operator's bounds on due times (:setting:`FRESH_SCHEDULE_RULES`):
+        a due time a signal gives is bounded as a visit's is.
     """
 
     def __init__(
@@ -198,8 +201,10 @@ class SignalTracker:
         host_of: Callable[[str], str] = url_host,
         stat: Callable[[str, int], None] = _no_stat,
         on_trust_change: Callable[[str, str, bool, float], None] | None = None,
+        rules: ScheduleRules = NO_RULES,
     ) -> None:
         self.store = store
+        self.rules = rules
         self.params = params
         self.autodetect = autodetect
         self.trust_enabled = trust
@@ -739,4 +744,4 @@ class SignalTracker:
             self.stat("fresh/providers/quiet/deferred", 1)
         if due <= now < state.next_due:
             self.stat("fresh/providers/due_now", 1)
-        state.next_due = due
+        state.next_due = self.rules.due(state.url, state.host, state.last_crawl, due)

@@ -81,6 +81,7 @@ class SignalledFresh(Fresh):
             host_of=page_host,
             fixed_level=None if mix.autodetect else self._hand_level,
             stat=self._stat,
+            rules=self.revisit.rules,
         )
 
     def _level(self, page: int) -> Level:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DUE_STATUSES",
+    "check_host",
     "check_key",
     "check_limit",
     "check_site",
@@ -65,6 +66,13 @@ def check_key(key: str) -> str:
             "as returned by scrapy_fresh.keys.url_key()."
         )
     return key
+
+
+def check_host(host: str) -> str:
+    """Return ``host`` if it is a non-empty string without spaces, else raise ValueError."""
+    if not isinstance(host, str) or not host or host != host.strip() or " " in host:
+        raise ValueError(f"host ({host!r}) must be a host name such as 'example.com'.")
+    return host
 
 
 def check_time(name: str, value: float) -> float:

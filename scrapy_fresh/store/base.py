@@ -289,6 +289,12 @@ class StateStore(Protocol):
     * ``mark_in_flight`` sets status in-flight with ``in_flight_since = now``;
       ``release_in_flight`` puts in-flight records (all, or those leased before
       ``older_than``) back to queued/idle so a crashed run loses nothing.
+    * ``make_due(keys, now)`` moves the ``next_due`` of the queued or idle records of
+      ``keys`` that are due later than ``now`` to ``now`` (nothing else changes; in
+      flight and gone records are left alone) and returns their keys: safe while a crawl
+      runs, a visit committed meanwhile is never overwritten.
+    * ``block_host``/``unblock_host``/``blocked_hosts`` keep the hosts an operator
+      blocked (``scrapy-fresh block``), with when; a crawl sends no request to them.
     * Writes are durable once the call returns (after ``flush`` for batched backends).
       Failures of the store itself raise :class:`~scrapy_fresh.exceptions.StoreError`;
       so does any call after ``close``.
@@ -330,6 +336,10 @@ class StateStore(Protocol):
         """Return the earliest ``next_due`` of a queued or idle record, or None if none."""
         ...
 
+    def count_due(self, now: float) -> int:
+        """Return how many queued or idle records have ``next_due <= now`` (the backlog)."""
+        ...
+
     def mark_in_flight(self, keys: Iterable[str], now: float) -> None:
         """Set status in-flight and ``in_flight_since = now``; unknown keys are ignored."""
         ...
@@ -340,6 +350,23 @@ class StateStore(Protocol):
         :param older_than: release only the records with ``in_flight_since`` before this
             time (strictly) or unset; None releases all of them.
         """
+        ...
+
+    def make_due(self, keys: Iterable[str], now: float) -> list[str]:
+        """Make the queued or idle records of ``keys`` due at ``now`` (if due later);
+        return the keys changed, in input order."""
+        ...
+
+    def block_host(self, host: str, now: float) -> bool:
+        """Block ``host`` from ``now`` on; return False if it was blocked already."""
+        ...
+
+    def unblock_host(self, host: str) -> bool:
+        """Unblock ``host``; return whether it was blocked."""
+        ...
+
+    def blocked_hosts(self) -> dict[str, float]:
+        """Return the blocked hosts, each with when it was blocked."""
         ...
 
     def counts(self) -> dict[Status, int]:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from scrapy_fresh.exceptions import StoreError
 from scrapy_fresh.store._checks import (
     DUE_STATUSES,
+    check_host,
     check_key,
     check_limit,
     check_site,
@@ -63,6 +64,7 @@ class MemoryStore(ClosingStore):
         self._doc_keys: dict[int, str] = {}
         self._last_doc_id = 0
         self._sites: dict[str, SiteState] = {}
+        self._blocked: dict[str, float] = {}
         # (next_due, key) entries; an entry is live when the record is due-able with
         # that next_due. Every due-able record has at least one live entry.
         self._heap: list[tuple[float, str]] = []
@@ -265,6 +267,12 @@ class MemoryStore(ClosingStore):
         self._prune_heap()
         return self._heap[0][0] if self._heap else None
 
+    def count_due(self, now: float) -> int:
+        """How many queued or idle records are due at ``now`` (a scan)."""
+        self._check_open()
+        check_time("now", now)
+        return sum(s.status in DUE_STATUSES and s.next_due <= now for s in self._pages.values())
+
     def mark_in_flight(self, keys: Iterable[str], now: float) -> None:
         """Mark the records of ``keys`` in flight since ``now``; unknown keys are ignored."""
         self._check_open()
@@ -325,6 +333,41 @@ class MemoryStore(ClosingStore):
     def __len__(self) -> int:
         self._check_open()
         return len(self._pages)
+
+    # -- operator's controls ---------------------------------------------------
+
+    def make_due(self, keys: Iterable[str], now: float) -> list[str]:
+        """Make the queued or idle records of ``keys`` due at ``now``; return their keys."""
+        self._check_open()
+        check_time("now", now)
+        made: list[str] = []
+        for key in dict.fromkeys(check_key(k) for k in keys):
+            state = self._pages.get(key)
+            if state is None or state.status not in DUE_STATUSES or state.next_due <= now:
+                continue
+            state.next_due = now
+            heapq.heappush(self._heap, (now, key))
+            made.append(key)
+        return made
+
+    def block_host(self, host: str, now: float) -> bool:
+        """Block ``host`` from ``now`` on; False if it was blocked already."""
+        self._check_open()
+        check_time("now", now)
+        if check_host(host) in self._blocked:
+            return False
+        self._blocked[host] = now
+        return True
+
+    def unblock_host(self, host: str) -> bool:
+        """Unblock ``host``; return whether it was blocked."""
+        self._check_open()
+        return self._blocked.pop(check_host(host), None) is not None
+
+    def blocked_hosts(self) -> dict[str, float]:
+        """The blocked hosts, with when each was blocked."""
+        self._check_open()
+        return dict(self._blocked)
 
     # -- sites -----------------------------------------------------------------
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy_fresh.exceptions import SchemaVersionError, StoreError
 from scrapy_fresh.store._checks import (
+    check_host,
     check_key,
     check_limit,
     check_site,
@@ -56,7 +57,7 @@ logger = logging.getLogger(__name__)
 #: ``PRAGMA application_id`` of a scrapy_fresh store file ("FRSH").
 APPLICATION_ID = 0x46525348
 #: ``PRAGMA user_version`` of the files this code writes and reads.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 #: Integer codes of :class:`~scrapy_fresh.store.base.Status` in the ``status`` column.
 STATUS_CODES: dict[Status, int] = {
@@ -125,6 +126,9 @@ _UPSERT_PAGES = (
 )
 _SELECT_SITES = "SELECT host, visits, changes, p_c, refresh_secs, updated_at, checks FROM sites"
 
+_BLOCKED_TABLE = (
+    "CREATE TABLE blocked_hosts (host TEXT PRIMARY KEY, since REAL NOT NULL) WITHOUT ROWID"
+)
 _SCHEMA = (
     """CREATE TABLE hosts (
         host_id INTEGER PRIMARY KEY,
@@ -189,6 +193,8 @@ _SCHEMA = (
         UPDATE status_counts SET n = n - 1 WHERE status = old.status;
         UPDATE status_counts SET n = n + 1 WHERE status = new.status;
     END""",
+    # Hosts an operator blocked (scrapy-fresh block): no request goes to them.
+    _BLOCKED_TABLE,
     # For people: the records with readable keys, hosts, statuses and fingerprints.
     """CREATE VIEW pages_view AS SELECT
         doc_id, lower(hex(key)) AS key, url, hosts.host AS host,
@@ -219,6 +225,8 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
         "DROP VIEW IF EXISTS pages_view",
         _SCHEMA[-1],
     ),
+    # 4: the hosts an operator blocked (scrapy-fresh block).
+    3: (_BLOCKED_TABLE,),
 }
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
@@ -788,6 +796,15 @@ class SQLiteStore(ClosingStore):
             ).fetchone()[0]
             return value
 
+    def count_due(self, now: float) -> int:
+        """How many queued or idle records are due at ``now`` (counted on the index)."""
+        check_time("now", now)
+        with self._reading("count_due") as conn:
+            count: int = conn.execute(
+                "SELECT count(*) FROM pages WHERE status IN (0, 1) AND next_due <= ?", (now,)
+            ).fetchone()[0]
+            return count
+
     def mark_in_flight(self, keys: Iterable[str], now: float) -> None:
         """Mark the records of ``keys`` in flight since ``now``; unknown keys are ignored."""
         check_time("now", now)
@@ -823,6 +840,53 @@ class SQLiteStore(ClosingStore):
             released = max(cursor.rowcount, 0)
             self._pending += released
         return released
+
+    # -- operator's controls ---------------------------------------------------
+
+    def make_due(self, keys: Iterable[str], now: float) -> list[str]:
+        """Make the queued or idle records of ``keys`` due at ``now``; return their keys.
+
+        One conditional UPDATE per key in one transaction: a record a crawl took or
+        visited meanwhile is left as the crawl wrote it.
+        """
+        check_time("now", now)
+        wanted = list(dict.fromkeys(check_key(k) for k in keys))
+        made: list[str] = []
+        with self._writing("make_due") as conn:
+            for key in wanted:
+                cursor = conn.execute(
+                    "UPDATE pages SET next_due = ? WHERE key = ? AND status IN (0, 1) "
+                    "AND next_due > ?",
+                    (now, bytes.fromhex(key), now),
+                )
+                if cursor.rowcount > 0:
+                    made.append(key)
+            self._pending += len(made)
+        return made
+
+    def block_host(self, host: str, now: float) -> bool:
+        """Block ``host`` from ``now`` on; False if it was blocked already."""
+        check_time("now", now)
+        with self._writing("block_host") as conn:
+            cursor = conn.execute(
+                "INSERT INTO blocked_hosts (host, since) VALUES (?, ?) "
+                "ON CONFLICT (host) DO NOTHING",
+                (check_host(host), now),
+            )
+            self._pending += 1
+        return cursor.rowcount > 0
+
+    def unblock_host(self, host: str) -> bool:
+        """Unblock ``host``; return whether it was blocked."""
+        with self._writing("unblock_host") as conn:
+            cursor = conn.execute("DELETE FROM blocked_hosts WHERE host = ?", (check_host(host),))
+            self._pending += 1
+        return cursor.rowcount > 0
+
+    def blocked_hosts(self) -> dict[str, float]:
+        """The blocked hosts, with when each was blocked."""
+        with self._reading("blocked_hosts") as conn:
+            return dict(conn.execute("SELECT host, since FROM blocked_hosts").fetchall())
 
     def counts(self) -> dict[Status, int]:
         """Return the number of records per status (every status, zero included); O(1)."""

@@ -1,0 +1,63 @@
+"""FreshScheduler and the operator's controls: blocked hosts and pages made due from
+outside, driven directly with a memory store and a fake clock (tests/conftest.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scrapy import Request
+
+from scrapy_fresh.crawl.hostblocks import POLL_SECS
+
+NOW = 1_000_000.0  # the harness clock
+
+
+def test_a_blocked_host_gets_no_request_not_even_for_new_urls(harness: Any, known: Any) -> None:
+    records = [
+        known("http://a.example/1", last_crawl=NOW - 9000, next_due=NOW - 5),
+        known("http://b.example/1", last_crawl=NOW - 9000, next_due=NOW - 5),
+    ]
+    h = harness(records=records)  # a running crawl: both due pages are queued
+    store = h.runtime.store
+    store.block_host("a.example", NOW)
+    h.clock[0] += POLL_SECS  # the crawl reads the blocked hosts again
+    h.scheduler.enqueue_request(Request("http://a.example/new"))  # found meanwhile
+    h.scheduler.enqueue_request(Request("http://b.example/new"))
+    assert sorted(r.url for r in h.drain()) == ["http://b.example/1", "http://b.example/new"]
+    assert h.stat("fresh/requests/blocked_host") == 2  # a's due page and its new URL
+    assert h.state("http://a.example/new").visits == 0  # recorded, not fetched
+    h.scheduler.enqueue_request(Request("http://a.example/newer"))  # found while blocked
+    assert h.drain() == []
+    assert h.stat("fresh/requests/blocked_host") == 3
+    store.unblock_host("a.example")
+    assert h.drain() == []  # not read yet
+    h.clock[0] += POLL_SECS
+    assert sorted(r.url for r in h.drain()) == [
+        "http://a.example/1", "http://a.example/new", "http://a.example/newer"
+    ]  # fmt: skip
+
+
+def test_blocking_takes_a_running_crawls_queued_pages_back(harness: Any, known: Any) -> None:
+    records = [
+        known(f"http://a.example/{n}", last_crawl=NOW - 9000, next_due=NOW - 5) for n in range(3)
+    ]
+    h = harness({"DOWNLOAD_DELAY": 10.0}, records=records)
+    first = h.scheduler.next_request()
+    assert first is not None  # one goes out; the others wait for the host's delay
+    h.runtime.store.block_host("a.example", NOW)
+    h.clock[0] += 10.0  # the delay has passed, and the block was read meanwhile
+    assert h.scheduler.next_request() is None
+    assert h.stat("fresh/requests/blocked_host") == 2
+    h.runtime.store.unblock_host("a.example")
+    h.clock[0] += POLL_SECS
+    assert h.scheduler.next_request() is not None
+
+
+def test_continuous_mode_sees_a_page_made_due_from_outside(harness: Any, known: Any) -> None:
+    later = known("http://a.example/later", last_crawl=NOW - 10, next_due=NOW + 86400)
+    h = harness({"FRESH_MODE": "continuous"}, records=[later])
+    assert h.drain() == []
+    assert h.runtime.store.make_due([later.key], NOW) == [later.key]
+    assert h.drain() == []  # read at the next poll, not at once
+    h.clock[0] += POLL_SECS
+    assert [r.url for r in h.drain()] == ["http://a.example/later"]

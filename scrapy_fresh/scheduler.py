@@ -885,6 +885,7 @@ class FreshScheduler(BaseScheduler):
             return None
         spider = self.crawler.spider
         assert spider is not None
+        lease.state = state  # read once: the provider signals take it from the lease
         try:
             return rebuild_request(state.request, state.url, spider)
         except Exception:

@@ -502,16 +502,19 @@ class FreshScheduler(BaseScheduler):
         records = self.runtime.records
         key = state.key
         admit = self._may_admit(state)
-        if admit:
-            records.take([state], now)
-        records.add(state)
+        records.add(state)  # queued first: taking it is then a change in memory alone
         if not admit:
             records.settle(key)
             self.runtime.stat("fresh/requests/over_budget")
             return False
+        records.take([state], now)
         self._lease(
             state, Stream.NEW, priority_score(state, now, self.runtime.score_params), now, request
         )
+        if records.pending.get(key) is state:  # not written yet: nothing else has it
+            # Its visit fields (none yet) are exact for the visit's provider signals,
+            # unless the store turns out to know the URL when it is written (_relabel).
+            self.runtime.leases[key].state = state
         return True
 
     def _resolve_known(self, records: list[PageState]) -> None:
@@ -572,6 +575,7 @@ class FreshScheduler(BaseScheduler):
 
     def _relabel(self, lease: Lease, state: PageState, now: float) -> None:
         """Give a lease taken for a new URL what its known record says."""
+        lease.state = None  # the queued new record is not what the store has
         lease.stream = Stream.NEW if state.last_crawl is None else Stream.REFRESH
         lease.score = priority_score(state, now, self.runtime.score_params)
         lease.visited = state.last_crawl is not None

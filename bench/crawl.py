@@ -31,11 +31,17 @@ less than the wall-clock one. Goals (issue 14): first crawl
 fresh store), writes the profile to FILE and prints the costliest functions; then the
 same for its all-due re-crawl of that store (to FILE with the suffix ``.again.prof``).
 
+``--callgrind`` then counts the instructions of plain Scrapy's first crawl and of the
+add-on's first crawl and all-due re-crawl (each under ``valgrind --tool=callgrind``, on
+a fresh store; slow: use ``--pages 600``). Instruction counts do not move with the
+machine's load the way seconds do: the difference per page is the add-on's cost.
+
 Usage::
 
     python bench/crawl.py                        # 3,000 pages, 5 kB, 6 links, 32 requests
     python bench/crawl.py --pages 500 --repeat 3
     python bench/crawl.py --profile /tmp/fresh-first-crawl.prof
+    python bench/crawl.py --pages 600 --callgrind
 """
 
 from __future__ import annotations
@@ -210,6 +216,60 @@ def profiled(
     return float(getattr(pstats.Stats(str(out)), "total_tt", 0.0))
 
 
+def counted(
+    args: argparse.Namespace, server: Nginx, work: Path, name: str, fresh: bool,
+    clock_offset: float = 0.0,
+) -> int:  # fmt: skip
+    """One crawl under ``valgrind --tool=callgrind``: the instructions it executed (the
+    add-on's store is ``work/counted``, as in :func:`profiled`)."""
+    import json
+    import re
+
+    config: dict[str, Any] = {
+        "spider": "links",
+        "start": [server.url("/index.html")],
+        "settings": {
+            **settings(args, work / "counted" if fresh else None),
+            "DOWNLOAD_TIMEOUT": 600,  # about 50 times slower under valgrind
+        },
+        "output": str(work / f"{name}.json"),
+    }
+    if clock_offset:
+        config["clock_offset"] = clock_offset
+    config_path = work / f"{name}.config.json"
+    config_path.write_text(json.dumps(config))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    runner = ROOT / "tests" / "realsite_runner.py"
+    done = subprocess.run(
+        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={work / name}.callgrind",
+         sys.executable, str(runner), str(config_path)],
+        env=env, cwd=work, capture_output=True, text=True, timeout=args.timeout * 60, check=False,
+    )  # fmt: skip
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if done.returncode or found is None:
+        raise RuntimeError(f"callgrind run {name} failed: {done.stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def instructions(args: argparse.Namespace, server: Nginx, work: Path) -> None:
+    """Print the instructions of plain Scrapy's first crawl and of the add-on's first
+    crawl and all-due re-crawl, and the add-on's difference per page."""
+    work.mkdir(parents=True, exist_ok=True)
+    plain = counted(args, server, work, "plain-first", fresh=False)
+    first = counted(args, server, work, "fresh-first", fresh=True)
+    again = counted(args, server, work, "fresh-again", fresh=True, clock_offset=MONTH)
+    pages = args.pages + 1  # and the index
+    print(f"\nInstructions (callgrind, {pages} pages; start-up included):")
+    for label, count in (
+        ("plain Scrapy, first crawl", plain),
+        ("scrapy_fresh, first crawl", first),
+        ("scrapy_fresh, all-due re-crawl", again),
+    ):
+        print(f"  {label:31} {count / 1e9:7.2f} G ({count / pages / 1e6:.1f} M per page)")
+    print(f"  the add-on's first crawl: {(first - plain) / pages / 1e6:+.2f} M per page")
+
+
 def profile(args: argparse.Namespace, server: Nginx, work: Path, out: Path) -> None:
     """Profile plain Scrapy's and the add-on's first crawls, then the add-on's all-due
     re-crawl (to FILE with the suffix ``.again.prof``); print where the add-on's time
@@ -258,6 +318,9 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per crawl")
     parser.add_argument("--profile", type=Path, help="also profile the add-on's first crawl")
     parser.add_argument("--top", type=int, default=25, help="profile rows shown")
+    parser.add_argument(
+        "--callgrind", action="store_true", help="also count instructions (valgrind)"
+    )
     args = parser.parse_args()
     if find_nginx() is None:  # make bench goes on with the other benchmarks
         print("bench/crawl.py skipped: it needs nginx (apt-get install nginx-light)")
@@ -285,6 +348,8 @@ def main() -> None:
             print(table(median_run(runs)))
             if args.profile is not None:
                 profile(args, server, work, args.profile.resolve())
+            if args.callgrind:
+                instructions(args, server, work / "callgrind")
 
 
 if __name__ == "__main__":

@@ -248,6 +248,7 @@ def test_commands_on_a_redis_store_with_a_crawl_running(
 
     # no crawl running: make a page due, then forget it
     import redis
+
     from scrapy_fresh.distributed.store import RedisStore
 
     store = RedisStore(redis.Redis.from_url(SHARED_URL), prefix)

@@ -252,13 +252,16 @@ class FreshProviderMiddleware:
         key = meta.get("fresh_key")
         if not isinstance(key, str) or meta.get("fresh_probe") or self.tracker.visiting(key):
             return
-        if key not in self.runtime.leases:
+        lease = self.runtime.leases.get(key)
+        if lease is None:
             return
-        try:
-            state = self.runtime.records.lookup(key)
-        except StoreError as exc:
-            self.runtime.store_error("read", exc, request.url)
-            return
+        state, lease.state = lease.state, None  # the record read to rebuild the request
+        if state is None:
+            try:
+                state = self.runtime.records.lookup(key)
+            except StoreError as exc:
+                self.runtime.store_error("read", exc, request.url)
+                return
         if state is None:
             return
         self.tracker.before_visit(state)

@@ -114,6 +114,9 @@ class Lease:
     visits: int = 0
     #: The GET follows a HEAD probe that could compare the Content-Length alone.
     length_probe: bool = False
+    #: The record as read to rebuild the request, for the visit's provider signals (its
+    #: visit fields are exact: only this lease's visit writes them); None once used.
+    state: PageState | None = None
 
     @classmethod
     def of(
@@ -383,6 +386,13 @@ class FreshRuntime:
             return None
         return lease, state
 
+    def _visit_transaction(self) -> contextlib.AbstractContextManager[Any]:
+        """One store transaction for a whole visit: the new records its page yielded
+        (written first, :meth:`flush_new`), its record, its site and the provider
+        signals. All of it is committed together, at the end, or none of it."""
+        grouped = getattr(self._store, "grouped", None)  # not opened: nothing to group
+        return grouped() if grouped is not None else contextlib.nullcontext()
+
     def _commit(
         self,
         meta: MutableMapping[str, Any],
@@ -391,8 +401,7 @@ class FreshRuntime:
         now: float,
         headers: Mapping[str, str | None] | None = None,
     ) -> None:
-        grouped = getattr(self.store, "grouped", None)  # one transaction per visit
-        with grouped() if grouped is not None else contextlib.nullcontext():
+        with self._visit_transaction():
             self._commit_grouped(meta, state, outcome, now, headers)
 
     def _commit_grouped(
@@ -500,15 +509,16 @@ class FreshRuntime:
         ``headers`` (lower-case names) of a 304 may refresh the stored validators.
         Returns the updated record, or None if there was nothing (more) to record.
         """
-        begun = self._begin(meta)
-        if begun is None:
-            return None
-        _, state = begun
-        if outcome is Outcome.NOT_MODIFIED and headers:
-            state.etag = headers.get("etag") or state.etag
-            state.last_modified = headers.get("last-modified") or state.last_modified
-        self._commit(meta, state, outcome, self.clock(), headers)
-        return state
+        with self._visit_transaction():
+            begun = self._begin(meta)
+            if begun is None:
+                return None
+            _, state = begun
+            if outcome is Outcome.NOT_MODIFIED and headers:
+                state.etag = headers.get("etag") or state.etag
+                state.last_modified = headers.get("last-modified") or state.last_modified
+            self._commit(meta, state, outcome, self.clock(), headers)
+            return state
 
     def record_fetch(
         self,
@@ -546,6 +556,16 @@ class FreshRuntime:
         Returns the outcome and the verdict (the changed fields of each item), or None if
         there was nothing (more) to record.
         """
+        with self._visit_transaction():
+            return self._record_content(meta, content, headers, content_length)
+
+    def _record_content(
+        self,
+        meta: MutableMapping[str, Any],
+        content: PageContent,
+        headers: Mapping[str, str | None],
+        content_length: int | None,
+    ) -> tuple[Outcome, Verdict] | None:
         begun = self._begin(meta)
         if begun is None:
             return None

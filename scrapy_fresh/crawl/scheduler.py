@@ -454,16 +454,19 @@ class FreshScheduler(BaseScheduler):
         records = self.runtime.records
         key = state.key
         admit = self._may_admit(state)
-        if admit:
-            records.take([state], now)
-        records.add(state)
+        records.add(state)  # queued first: taking it is then a change in memory alone
         if not admit:
             records.settle(key)
             self.runtime.stat("fresh/requests/over_budget")
             return False
+        records.take([state], now)
         self.lease(
             state, Stream.NEW, priority_score(state, now, self.runtime.score_params), now, request
         )
+        if records.pending.get(key) is state:  # not written yet: nothing else has it
+            # Its visit fields (none yet) are exact for the visit's provider signals,
+            # unless the store turns out to know the URL when it is written (_relabel).
+            self.runtime.leases[key].state = state
         return True
 
     def _resolve_known(self, records: list[PageState]) -> None:
@@ -523,6 +526,7 @@ class FreshScheduler(BaseScheduler):
 
     def _relabel(self, lease: Lease, state: PageState, now: float) -> None:
         """Give a lease taken for a new URL what its known record says."""
+        lease.state = None  # the queued new record is not what the store has
         lease.stream = Stream.NEW if state.last_crawl is None else Stream.REFRESH
         lease.score = priority_score(state, now, self.runtime.score_params)
         lease.visited = state.last_crawl is not None
@@ -714,6 +718,7 @@ class FreshScheduler(BaseScheduler):
             return None
         spider = self.crawler.spider
         assert spider is not None
+        lease.state = state  # read once: the provider signals take it from the lease
         try:
             return rebuild_request(state.request, state.url, spider)
         except Exception:

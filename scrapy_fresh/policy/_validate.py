@@ -25,6 +25,8 @@ __all__ = [
 
 def check_finite(name: str, value: object) -> float:
     """Return ``value`` as a float; reject non-numbers (and bools), NaN and infinities."""
+    if type(value) is float and value - value == 0.0:  # fast path: a finite float
+        return value
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(
             f"{name} must be a real number (int or float), got {type(value).__name__}: {value!r}."

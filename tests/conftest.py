@@ -267,6 +267,7 @@ def harness() -> Iterator[Callable[..., Harness]]:
         spider: type[Spider] = HarnessSpider,
         records: list[PageState] | None = None,
         sites: list[SiteState] | None = None,
+        blocked: list[str] | None = None,
     ) -> Harness:
         from scrapy_fresh.crawl.runtime import FreshRuntime
         from scrapy_fresh.crawl.scheduler import FreshScheduler
@@ -281,6 +282,8 @@ def harness() -> Iterator[Callable[..., Harness]]:
             runtime.store.put_many(records)
         for site in sites or []:
             runtime.store.put_site(site)
+        for host in blocked or []:  # blocked before the run opens (scrapy-fresh block)
+            runtime.store.block_host(host, HARNESS_NOW - 60)
         scheduler = FreshScheduler.from_crawler(crawler)
         scheduler.open(crawler.spider)
         made.append(h := Harness(scheduler, runtime, clock, crawler))

@@ -61,3 +61,19 @@ def test_continuous_mode_sees_a_page_made_due_from_outside(harness: Any, known: 
     assert h.drain() == []  # read at the next poll, not at once
     h.clock[0] += POLL_SECS
     assert [r.url for r in h.drain()] == ["http://a.example/later"]
+
+
+def test_a_blocked_hosts_pages_spend_no_cycle_budget(harness: Any, known: Any) -> None:
+    records = [
+        known(f"http://{host}.example/{n}", last_crawl=NOW - 9000, next_due=NOW - 5 - n)
+        for host in ("a", "b")
+        for n in range(4)
+    ]
+    h = harness(
+        {"FRESH_CYCLE_BUDGET": 4, "FRESH_NEW_URL_SHARE": 0.0},
+        records=records,
+        blocked=["a.example"],
+    )
+    urls = sorted(r.url for r in h.drain())
+    assert urls == [f"http://b.example/{n}" for n in range(4)]  # the budget went to b
+    assert h.stat("fresh/requests/blocked_host") == 0

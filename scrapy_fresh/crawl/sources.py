@@ -291,7 +291,12 @@ class BudgetSource(CycleSource):
         budget = self.config.cycle_budget
         self.cut = cut
         fill = self.runtime.score_params.fill
-        records = due_records(self.runtime.store, math.inf if fill else self.cut)
+        blocked = self.scheduler.blocked_hosts()  # their pages would spend budget unfetched
+        records = (
+            r
+            for r in due_records(self.runtime.store, math.inf if fill else self.cut)
+            if r.host not in blocked
+        )
         plan = plan_cycle(
             records,
             now,

@@ -27,7 +27,7 @@ noise (should count as unchanged; false-change rate)
 
 Verdicts: *current* is ``changed(fingerprint_html(a), fingerprint_html(b))`` (simhash of
 2-shingles, digits as 0, 3 bits); *new* is ``digest(a).exact != digest(b).exact``
-(:mod:`scrapy_fresh.content`). Speed: both run over the base pages, interleaved, for
+(:mod:`scrapy_fresh.fingerprint.content`). Speed: both run over the base pages, interleaved, for
 ``--rounds`` rounds; the table gives the median pages/s and the ratio, same run.
 
 ``--extractors`` also runs the labelled pairs through other main-content extractors
@@ -62,8 +62,8 @@ from pathlib import Path
 import lxml.html
 from lxml import etree
 
-from scrapy_fresh.content import digest, normalize_text
-from scrapy_fresh.fingerprint import changed, fingerprint_html
+from scrapy_fresh.fingerprint.content import digest, normalize_text
+from scrapy_fresh.fingerprint.shingles import changed, fingerprint_html
 
 PYTHON_DOCS = Path("/usr/share/doc/python3.11/html")
 DEBIAN_REFERENCE = Path("/usr/share/debian-reference")
@@ -556,7 +556,7 @@ def speed_only(bodies: list[bytes], rounds: int) -> int:
     for name, label in (
         ("current", "current fingerprint (fingerprint_html)"),
         ("before", "digest, reference implementation (before)"),
-        ("new", "digest (scrapy_fresh.content.digest)"),
+        ("new", "digest (scrapy_fresh.fingerprint.content.digest)"),
     ):
         print(f"| {label} | {rates[name]:.0f} | {rates['current'] / rates[name]:.2f}x |")
     ratio = rates["current"] / rates["new"]

@@ -1,4 +1,4 @@
-"""Benchmark of scrapy_fresh.fingerprint against the ``simhash`` package, same run.
+"""Benchmark of scrapy_fresh.fingerprint.shingles against the ``simhash`` package, same run.
 
 Generates ``--pages`` realistic HTML pages of 40-60 kB locally and deterministically
 (seeded): head with meta tags, a large inline stylesheet, JSON-LD and inline scripts,
@@ -52,8 +52,8 @@ import lxml.etree
 import numpy as np
 import simhash
 
-from scrapy_fresh import fingerprint as fp
-from scrapy_fresh.fingerprint import (
+from scrapy_fresh.fingerprint import shingles as fp
+from scrapy_fresh.fingerprint.shingles import (
     BOILERPLATE_TAGS,
     DEFAULT_K,
     fingerprint_html,
@@ -565,7 +565,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     rate = {name: statistics.median(values) for name, values in timings.items()}
 
     sizes = [len(b) / 1000 for b in page_bytes]
-    print(f"## scrapy_fresh.fingerprint vs simhash {importlib.metadata.version('simhash')}")
+    print(
+        f"## scrapy_fresh.fingerprint.shingles vs simhash {importlib.metadata.version('simhash')}"
+    )
     print()
     print(
         f"{len(pages)} pages, {args.rounds} rounds (median); "

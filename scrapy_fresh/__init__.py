@@ -5,7 +5,7 @@
 The package is layered (see ``docs/topics/architecture.rst``), lowest first:
 
 * pure layers, no Scrapy: :mod:`~scrapy_fresh.policy` (maths, standard library only),
-  :mod:`~scrapy_fresh.fingerprint` and :mod:`~scrapy_fresh.content` (judging a page),
+  :mod:`~scrapy_fresh.fingerprint.shingles` and :mod:`~scrapy_fresh.fingerprint.content` (judging a page),
   :mod:`~scrapy_fresh.store` (records behind one protocol: memory, SQLite),
   :mod:`~scrapy_fresh.frontier` (ordering due pages), :mod:`~scrapy_fresh.providers`
   (what a site says about its changes), :mod:`~scrapy_fresh.simulator`;

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from scrapy_fresh import default_settings
-from scrapy_fresh.content import DEFAULT_RULES, ContentRules
 from scrapy_fresh.exceptions import ConfigError
+from scrapy_fresh.fingerprint.content import DEFAULT_RULES, ContentRules
+from scrapy_fresh.fingerprint.itemfields import FieldRule, parse_field_rules, parse_fields
 from scrapy_fresh.frontier.revisit import RevisitPolicy
 from scrapy_fresh.frontier.scoring import SCORE_RULES, ScoreParams
-from scrapy_fresh.itemfields import FieldRule, parse_field_rules, parse_fields
 from scrapy_fresh.policy.refresh import decay_for_half_life
 from scrapy_fresh.policy.schedule import NO_RULES, ScheduleRules
 from scrapy_fresh.store.base import Provider, StateStore

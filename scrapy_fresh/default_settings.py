@@ -19,7 +19,7 @@ FRESH_CONTENT_INCLUDE: list[str] = []
 FRESH_CONTENT_EXCLUDE: list[str] = []
 #: Pages without items: regular expressions whose matches in the text are not content.
 FRESH_CONTENT_IGNORE: list[str] = []
-#: Pages without items: built-in noise rules (scrapy_fresh.content.NOISE_RULES) that run;
+#: Pages without items: built-in noise rules (scrapy_fresh.fingerprint.content.NOISE_RULES) that run;
 #: None for all of them.
 FRESH_CONTENT_NOISE_RULES: list[str] | None = None
 #: Pages fetched per ``cycle``-mode run (due re-crawls plus new URLs); 0 means no limit.

@@ -1,8 +1,8 @@
-"""The page digest as :mod:`scrapy_fresh.content` first computed it (version 1, before
+"""The page digest as :mod:`scrapy_fresh.fingerprint.content` first computed it (version 1, before
 the speed work of issue 15): a plain reference that the fast path must equal.
 
 Kept simple on purpose: one regex pass per noise step, every step compiled here from
-:data:`~scrapy_fresh.content.NOISE_RULES`, a regex pass for lone surrogates, and the
+:data:`~scrapy_fresh.fingerprint.content.NOISE_RULES`, a regex pass for lone surrogates, and the
 set-based pruning of the tree around the chosen content. Used by
 ``tests/test_content_reference.py`` and ``bench/change_detection.py --speed``.
 """
@@ -16,9 +16,9 @@ from collections.abc import Callable
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.html import DOMNode, HTMLTree
 
-from scrapy_fresh import content
-from scrapy_fresh.content import NOISE_RULES, ContentRules, Digest
-from scrapy_fresh.fingerprint import _decode, fingerprint_text
+from scrapy_fresh.fingerprint import content
+from scrapy_fresh.fingerprint.content import NOISE_RULES, ContentRules, Digest
+from scrapy_fresh.fingerprint.shingles import _decode, fingerprint_text
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 

@@ -8,14 +8,14 @@ from typing import Any
 import pytest
 from scrapy.http import HtmlResponse, Response, XmlResponse
 
-from scrapy_fresh.content import digest
 from scrapy_fresh.crawl.middlewares import (
     FreshDownloaderMiddleware,
     FreshSpiderMiddleware,
     NotModified,
 )
 from scrapy_fresh.crawl.provider_middleware import FreshProviderMiddleware
-from scrapy_fresh.fingerprint import fingerprint_html
+from scrapy_fresh.fingerprint.content import digest
+from scrapy_fresh.fingerprint.shingles import fingerprint_html
 from scrapy_fresh.validators import HostChecks
 
 URL = "http://a.example/page"

@@ -15,7 +15,7 @@ from scrapy_fresh.crawl.middlewares import (
     NotModified,
 )
 from scrapy_fresh.crawl.pipelines import FreshItemPipeline
-from scrapy_fresh.fingerprint import fingerprint_html
+from scrapy_fresh.fingerprint.shingles import fingerprint_html
 from scrapy_fresh.outcome import Outcome
 from scrapy_fresh.store.base import Status
 from scrapy_fresh.validators import HostChecks, head_verdict
@@ -214,7 +214,7 @@ def test_unchanged_items_are_dropped_when_asked(setup: Any) -> None:
 
 
 def _with_fingerprint(state: Any, text: str) -> Any:
-    from scrapy_fresh.fingerprint import fingerprint_text
+    from scrapy_fresh.fingerprint.shingles import fingerprint_text
 
     state.fingerprint = fingerprint_text(text)
     state.status = Status.IN_FLIGHT

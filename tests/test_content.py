@@ -1,4 +1,4 @@
-"""Page digests (scrapy_fresh.content): extraction, noise rules, user rules, validation."""
+"""Page digests (scrapy_fresh.fingerprint.content): extraction, noise rules, user rules, validation."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import pytest
 from scrapy.settings import Settings
 
 from scrapy_fresh.config import FreshConfig
-from scrapy_fresh.content import (
+from scrapy_fresh.exceptions import ConfigError
+from scrapy_fresh.fingerprint.content import (
     DEFAULT_RULES,
     NOISE_RULES,
     ContentRules,
@@ -18,8 +19,7 @@ from scrapy_fresh.content import (
     digest,
     normalize_text,
 )
-from scrapy_fresh.exceptions import ConfigError
-from scrapy_fresh.fingerprint import hamming
+from scrapy_fresh.fingerprint.shingles import hamming
 
 
 def _page(content: str, *, furniture: str = "") -> str:

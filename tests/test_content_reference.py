@@ -1,4 +1,4 @@
-"""The fast :func:`scrapy_fresh.content.digest` gives exactly the answers of the plain
+"""The fast :func:`scrapy_fresh.fingerprint.content.digest` gives exactly the answers of the plain
 reference pipeline (``tests/content_reference.py``) on real pages and generated HTML."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scrapy_fresh.content import NOISE_RULES, ContentRules, digest
+from scrapy_fresh.fingerprint.content import NOISE_RULES, ContentRules, digest
 from tests import content_reference as reference
 
 PYTHON_DOCS = Path("/usr/share/doc/python3.11/html")

@@ -1,4 +1,4 @@
-"""Tests of scrapy_fresh.fingerprint: identity with the simhash package, the fast path
+"""Tests of scrapy_fresh.fingerprint.shingles: identity with the simhash package, the fast path
 against its definition, robustness on hostile input, and change detection on realistic
 generated pages (both directions)."""
 
@@ -19,8 +19,8 @@ import simhash
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from scrapy_fresh import fingerprint as fp
-from scrapy_fresh.fingerprint import (
+from scrapy_fresh.fingerprint import shingles as fp
+from scrapy_fresh.fingerprint.shingles import (
     BOILERPLATE_TAGS,
     DEFAULT_K,
     DEFAULT_THRESHOLD,
@@ -497,7 +497,7 @@ def test_fast_hash_is_the_same_in_other_processes(python_exe, python_env):
     page = Page(3, 3_000).render()
     code = (
         "import json, sys\n"
-        "from scrapy_fresh.fingerprint import fingerprint_html, hash_feature\n"
+        "from scrapy_fresh.fingerprint.shingles import fingerprint_html, hash_feature\n"
         "page = sys.stdin.read()\n"
         "print(json.dumps([fingerprint_html(page), hash_feature('x y', mode='fast')]))\n"
     )

@@ -24,9 +24,6 @@ PURE_LAYERS = [
     "scrapy_fresh.urls",
     "scrapy_fresh.validators",
     "scrapy_fresh.fingerprint",
-    "scrapy_fresh.content",
-    "scrapy_fresh.itemfields",
-    "scrapy_fresh.verdict",
     "scrapy_fresh.store",
     "scrapy_fresh.frontier",
     "scrapy_fresh.providers",
@@ -88,7 +85,7 @@ def test_public_api_names_resolve():
 
 
 def test_public_api_importable():
-    from scrapy_fresh.fingerprint import fingerprint_html, simhash_features
+    from scrapy_fresh.fingerprint.shingles import fingerprint_html, simhash_features
     from scrapy_fresh.policy.allocation import cho_optimal
     from scrapy_fresh.policy.refresh import next_refresh_time
     from scrapy_fresh.store.sqlite import SQLiteStore

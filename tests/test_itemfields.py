@@ -16,17 +16,17 @@ from scrapy_fresh.config import FreshConfig
 from scrapy_fresh.crawl.middlewares import FreshSpiderMiddleware
 from scrapy_fresh.crawl.pipelines import FreshItemPipeline
 from scrapy_fresh.exceptions import ConfigError
-from scrapy_fresh.fingerprint import fingerprint_html, fingerprint_text
-from scrapy_fresh.itemfields import (
+from scrapy_fresh.fingerprint.itemfields import (
     FieldRule,
     changed_fields,
     item_hashes,
     normalise_value,
     parse_field_rules,
 )
+from scrapy_fresh.fingerprint.shingles import fingerprint_html, fingerprint_text
+from scrapy_fresh.fingerprint.verdict import PageContent, judge
 from scrapy_fresh.store.base import PageState
 from scrapy_fresh.validators import Check
-from scrapy_fresh.verdict import PageContent, judge
 
 URL = "http://shop.example/p/1"
 HTML = b"<html><body><h1>Mug</h1><aside>rendered in 12 ms</aside></body></html>"

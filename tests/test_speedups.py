@@ -1,5 +1,5 @@
 """The C extension scrapy_fresh._speedups gives exactly the answers of the NumPy code
-of scrapy_fresh.fingerprint (the reference): per-feature hashes, simhash votes with
+of scrapy_fresh.fingerprint.shingles (the reference): per-feature hashes, simhash votes with
 and without weights, and text fingerprints.
 
 ``make test`` installs the package with ``pip install -e .``, which builds the
@@ -23,8 +23,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from scrapy_fresh import fingerprint as fp
-from scrapy_fresh.fingerprint import (
+from scrapy_fresh.fingerprint import shingles as fp
+from scrapy_fresh.fingerprint.shingles import (
     fingerprint_html,
     fingerprint_text,
     hash_feature,
@@ -99,7 +99,7 @@ def test_numpy_is_used_when_the_extension_is_missing(python_exe, python_env):
     code = (
         "import sys\n"
         "sys.modules['scrapy_fresh._speedups'] = None  # import fails: as if not built\n"
-        "from scrapy_fresh import fingerprint as fp\n"
+        "from scrapy_fresh.fingerprint import shingles as fp\n"
         "assert fp._speedups is None\n"
         "text = 'The quick brown fox jumps over the lazy dog'\n"
         "assert fp.fingerprint_text(text) == 0x231C575468662840\n"

@@ -26,25 +26,25 @@ from scrapy import Request
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http.request import NO_CALLBACK
 
-from scrapy_fresh.content import DEFAULT_RULES, ContentRules, digest
 from scrapy_fresh.crawl.requestinfo import is_robots_request
 from scrapy_fresh.crawl.runtime import FreshRuntime, Lease, header
 from scrapy_fresh.exceptions import ConfigError
-from scrapy_fresh.fingerprint import fingerprint_text
-from scrapy_fresh.itemfields import (
+from scrapy_fresh.fingerprint.content import DEFAULT_RULES, ContentRules, digest
+from scrapy_fresh.fingerprint.itemfields import (
     FieldRule,
     item_hashes,
     merge_rules,
     parse_field_rules,
     parse_fields,
 )
+from scrapy_fresh.fingerprint.shingles import fingerprint_text
+from scrapy_fresh.fingerprint.verdict import PageContent
 from scrapy_fresh.keys import url_host
 from scrapy_fresh.outcome import Outcome
 from scrapy_fresh.validators import (
     Check,
     head_verdict,
 )
-from scrapy_fresh.verdict import PageContent
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, MutableMapping
@@ -303,7 +303,7 @@ def item_text(item: Any, fields: tuple[str, ...] | None) -> str:
 
     Fields whose name starts with ``fresh_`` are never included. The simhash measures how
     much the items changed; whether they changed is judged field by field
-    (:mod:`scrapy_fresh.itemfields`).
+    (:mod:`scrapy_fresh.fingerprint.itemfields`).
     """
     parts: list[str] = []
     for name, value in ItemAdapter(item).items():
@@ -319,8 +319,8 @@ def item_text(item: Any, fields: tuple[str, ...] | None) -> str:
 def page_content(response: Response, rules: ContentRules = DEFAULT_RULES) -> PageContent:
     """What a page that yielded no item (with a counted field) shows of its content: the
     exact digest of its main content normalised by ``rules``, which decides
-    (:func:`~scrapy_fresh.verdict.judge`), and the simhash of the same text, which
-    measures how much changed (:func:`~scrapy_fresh.content.digest`; binary and
+    (:func:`~scrapy_fresh.fingerprint.verdict.judge`), and the simhash of the same text, which
+    measures how much changed (:func:`~scrapy_fresh.fingerprint.content.digest`; binary and
     mis-encoded bodies are decoded as the fingerprint decodes them)."""
     found = digest(response.body, getattr(response, "encoding", None), rules)
     return PageContent(found.simhash, digest=found.exact)
@@ -339,7 +339,7 @@ class FreshSpiderMiddleware(_FreshComponent):
     (:setting:`FRESH_FINGERPRINT_FIELDS`, :setting:`FRESH_FIELD_RULES`; the spider
     attributes and request meta keys ``fresh_fingerprint_fields`` and
     ``fresh_field_rules``) is hashed exactly after whitespace normalisation, digits kept,
-    and compared with the page's previous visit (:mod:`scrapy_fresh.itemfields`): the page
+    and compared with the page's previous visit (:mod:`scrapy_fresh.fingerprint.itemfields`): the page
     changed iff some counted field of some item changed, or items appeared or went away.
     A page whose callback yields no item (or none with a counted field) is judged by the
     page itself (:func:`page_content`). The outcome is recorded; each item gets

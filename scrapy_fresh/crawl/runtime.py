@@ -22,6 +22,7 @@ from scrapy_fresh.config import FreshConfig, revisit_policy, score_params
 from scrapy_fresh.crawl.records import CrawlRecords
 from scrapy_fresh.crawl.stores import check_store_choice, open_store
 from scrapy_fresh.exceptions import StoreError
+from scrapy_fresh.fingerprint.verdict import PageContent, Verdict, judge
 from scrapy_fresh.frontier.frontier import Stream
 from scrapy_fresh.frontier.revisit import record_visit
 from scrapy_fresh.outcome import Outcome
@@ -37,7 +38,6 @@ from scrapy_fresh.validators import (
     parse_http_date,
     usable_etag,
 )
-from scrapy_fresh.verdict import PageContent, Verdict, judge
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, MutableMapping
@@ -544,7 +544,7 @@ class FreshRuntime:
         content_length: int | None,
     ) -> tuple[Outcome, Verdict] | None:
         """Record a downloaded page: new (first fetch), changed or unchanged, by
-        :func:`~scrapy_fresh.verdict.judge` (item fields, content digest, or simhash).
+        :func:`~scrapy_fresh.fingerprint.verdict.judge` (item fields, content digest, or simhash).
 
         A sitemap or feed is also changed when it lists an update later than its previous
         visit (:attr:`listed_updates`), and so is a page whose spider declares such an

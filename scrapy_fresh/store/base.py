@@ -88,8 +88,8 @@ class PageState:
 
     ``key`` is :func:`scrapy_fresh.keys.url_key` of the URL (Scrapy's request
     fingerprint). Times are Unix seconds (floats). ``fingerprint`` is an unsigned
-    64-bit simhash (:mod:`scrapy_fresh.fingerprint`); ``field_hashes`` and
-    ``content_hash`` are what the change verdict compares (:mod:`scrapy_fresh.verdict`). ``request`` holds what is needed
+    64-bit simhash (:mod:`scrapy_fresh.fingerprint.shingles`); ``field_hashes`` and
+    ``content_hash`` are what the change verdict compares (:mod:`scrapy_fresh.fingerprint.verdict`). ``request`` holds what is needed
     to rebuild the request (``url``, ``method``, ``callback`` name, a JSON-safe
     ``meta`` subset, ``priority``) as plain JSON data.
     """
@@ -122,11 +122,11 @@ class PageState:
     future_updates: list[tuple[float, float]] = field(default_factory=list)
     request: dict[str, Any] = field(default_factory=dict)
     #: Per item the page yielded at its last visit, in order: the 64-bit hash of each
-    #: counted field (:func:`scrapy_fresh.itemfields.item_hashes`). Empty for a page
+    #: counted field (:func:`scrapy_fresh.fingerprint.itemfields.item_hashes`). Empty for a page
     #: judged without items.
     field_hashes: list[dict[str, int]] = field(default_factory=list)
     #: Exact 64-bit digest of the page's normalised main content at its last visit, for
-    #: pages judged without items (:class:`scrapy_fresh.verdict.PageContent`); None if
+    #: pages judged without items (:class:`scrapy_fresh.fingerprint.verdict.PageContent`); None if
     #: the page was not judged by a digest.
     content_hash: int | None = None
 

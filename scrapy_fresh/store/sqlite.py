@@ -218,7 +218,7 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
     # 2: sites keep what was learned about the host's validators (SiteState.checks).
     1: ("ALTER TABLE sites ADD COLUMN checks TEXT",),
     # 3: pages keep what the change verdict compares: per-item field hashes and the
-    # exact content digest (scrapy_fresh.verdict); the view shows them.
+    # exact content digest (scrapy_fresh.fingerprint.verdict); the view shows them.
     2: (
         "ALTER TABLE pages ADD COLUMN field_hashes TEXT",
         "ALTER TABLE pages ADD COLUMN content_hash INTEGER",

@@ -1,7 +1,7 @@
 """Page verdicts on real pages without items: the Python 3.11 docs on nginx (issue 15).
 
 A plain spider that yields no item, so each page is judged by the exact digest of its
-main content (scrapy_fresh.content). Between two cycles, real edits inside the main
+main content (scrapy_fresh.fingerprint.content). Between two cycles, real edits inside the main
 content (one word, one number, one sentence) and noise (the footer's "Last updated on"
 date, a file touched: new ETag and Last-Modified, same body). Every real edit is
 "changed", no noise is.

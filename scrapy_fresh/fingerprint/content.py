@@ -7,7 +7,7 @@ it, as the *magnitude* of a change (how much moved), never as the verdict.
 The pipeline, one step each:
 
 1. **Parse** with Resiliparse (its Lexbor HTML5 parser), after decoding the bytes the way
-   :func:`scrapy_fresh.fingerprint.html_to_text` does (BOM, ``encoding``, the document's
+   :func:`scrapy_fresh.fingerprint.shingles.html_to_text` does (BOM, ``encoding``, the document's
    declaration, UTF-8).
 2. **Choose the content.** The user's include selectors (:attr:`ContentRules.include`)
    when set; else the page's main landmarks (``<main>``, ``[role=main]``), else its
@@ -24,7 +24,7 @@ The pipeline, one step each:
    counters, session ids, CSRF tokens and cache-busting query parameters by a
    placeholder, then whitespace is collapsed.
 6. **Hash**: 64-bit BLAKE2b of the UTF-8 text (the verdict) and
-   :func:`scrapy_fresh.fingerprint.fingerprint_text` of the same text (the magnitude).
+   :func:`scrapy_fresh.fingerprint.shingles.fingerprint_text` of the same text (the magnitude).
 
 Selectors are CSS (Lexbor's CSS engine) or, written ``xpath:...`` or starting with ``/``
 or ``(``, XPath 1.0 (lxml; pages are then parsed twice, once by lxml to mark the
@@ -48,7 +48,7 @@ from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.html import CSSParserException, DocumentNode, DOMNode, HTMLTree
 
 from scrapy_fresh.exceptions import ConfigError
-from scrapy_fresh.fingerprint import _decode_with_codec, fingerprint_text
+from scrapy_fresh.fingerprint.shingles import _decode_with_codec, fingerprint_text
 
 __all__ = [
     "BOILERPLATE_SELECTORS",
@@ -728,8 +728,8 @@ class Digest(NamedTuple):
 
     #: 64-bit BLAKE2b of the normalised content text: the page changed iff it differs.
     exact: int
-    #: :func:`~scrapy_fresh.fingerprint.fingerprint_text` of the same text: compare two
-    #: with :func:`~scrapy_fresh.fingerprint.hamming` for the size of a change.
+    #: :func:`~scrapy_fresh.fingerprint.shingles.fingerprint_text` of the same text: compare two
+    #: with :func:`~scrapy_fresh.fingerprint.shingles.hamming` for the size of a change.
     simhash: int
 
 
@@ -739,7 +739,7 @@ def digest(
     """Return the :class:`Digest` of a page: exact hash and simhash of its content text.
 
     :param html: the page, ``str`` or ``bytes`` (decoded as by
-        :func:`~scrapy_fresh.fingerprint.html_to_text`).
+        :func:`~scrapy_fresh.fingerprint.shingles.html_to_text`).
     :param encoding: the HTTP charset of ``html`` when it is bytes.
     :param rules: what is content (:class:`ContentRules`; default :data:`DEFAULT_RULES`).
 

@@ -5,7 +5,7 @@ One verdict per page (:func:`judge`), in this order:
 
 1. A page never judged before is *new*: every counted field of every item is reported.
 2. A page that yields items (:attr:`PageContent.items`) is *changed* exactly when some
-   counted field of some item changed (:func:`~scrapy_fresh.itemfields.changed_fields`),
+   counted field of some item changed (:func:`~scrapy_fresh.fingerprint.itemfields.changed_fields`),
    or items appeared or went away (they are matched by their position on the page). The
    page's own markup -- its sidebar, its footer, its render time -- is not looked at.
 3. A page that yields no item (or none with a counted field) is judged by its content
@@ -25,9 +25,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from scrapy_fresh.fingerprint import changed as simhash_changed
-from scrapy_fresh.fingerprint import hamming
-from scrapy_fresh.itemfields import FieldRules, changed_fields
+from scrapy_fresh.fingerprint.itemfields import FieldRules, changed_fields
+from scrapy_fresh.fingerprint.shingles import changed as simhash_changed
+from scrapy_fresh.fingerprint.shingles import hamming
 
 if TYPE_CHECKING:
     from scrapy_fresh.store.base import PageState
@@ -44,7 +44,7 @@ class PageContent:
     :param digest: exact 64-bit digest of the page's normalised main content, for pages
         judged without items; None when the page is not judged by a digest.
     :param items: per item yielded for the page, in order, the hash of each counted field
-        (:func:`~scrapy_fresh.itemfields.item_hashes`); None when the page yielded no
+        (:func:`~scrapy_fresh.fingerprint.itemfields.item_hashes`); None when the page yielded no
         item with a counted field.
     :param fields: the fields counted (None: every field), to tell a field that went
         away from one no longer counted.

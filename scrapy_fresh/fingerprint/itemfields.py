@@ -13,14 +13,14 @@ gets one 64-bit hash:
   exactly when their normalised texts are equal (up to a 2**-64 collision).
 
 A field marked fuzzy (``fuzzy_bits``) gets the 64-bit simhash of its normalised text
-instead (:func:`~scrapy_fresh.fingerprint.fingerprint_text`, digits kept) and counts
+instead (:func:`~scrapy_fresh.fingerprint.shingles.fingerprint_text`, digits kept) and counts
 as changed when more than ``fuzzy_bits`` bits differ: a threshold the user opts into
 for one long text field, never a default.
 
 The rules come from :setting:`FRESH_FINGERPRINT_FIELDS` and :setting:`FRESH_FIELD_RULES`,
 the spider attributes ``fresh_fingerprint_fields`` and ``fresh_field_rules``, and the
 request meta keys of the same names (:func:`merge_rules`). Standard library and
-:mod:`scrapy_fresh.fingerprint` only: no Scrapy.
+:mod:`scrapy_fresh.fingerprint.shingles` only: no Scrapy.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from scrapy_fresh.exceptions import ConfigError
-from scrapy_fresh.fingerprint import fingerprint_text, hamming
+from scrapy_fresh.fingerprint.shingles import fingerprint_text, hamming
 
 __all__ = [
     "FIELD_PREFIX",

@@ -20,7 +20,7 @@ setup(
     license="BSD-3-Clause",
     packages=find_packages(include=["scrapy_fresh", "scrapy_fresh.*"]),
     package_data={"scrapy_fresh": ["py.typed", "_speedups.pyi"]},
-    # The C version of the fast fingerprint hash (scrapy_fresh/fingerprint.py uses it
+    # The C version of the fast fingerprint hash (scrapy_fresh/fingerprint/shingles.py uses it
     # when importable). optional=True: without a C compiler the install still succeeds
     # and fingerprint.py computes the same answers with NumPy.
     ext_modules=[Extension("scrapy_fresh._speedups", ["scrapy_fresh/_speedups.c"], optional=True)],
@@ -34,7 +34,7 @@ setup(
         "w3lib>=2.1",
         "lxml>=5",
         "numpy>=1.24",
-        # the page digest's HTML5 parser and text extraction (scrapy_fresh/content.py)
+        # the page digest's HTML5 parser and text extraction (scrapy_fresh/fingerprint/content.py)
         "resiliparse>=0.15",
     ],
     extras_require={

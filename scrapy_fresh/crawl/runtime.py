@@ -152,6 +152,8 @@ class FreshRuntime:
         self.policy = revisit_policy(config)
         self.score_params = score_params(config)
         self._store: StateStore | None = None
+        #: The store when it writes visits under a lease (Redis), else None.
+        self._leased_store: LeasedVisitStore | None = None
         #: Page records outside a visit: new ones queued, sightings merged, leases taken.
         self.records = CrawlRecords(lambda: self.store, self.store_error)
         self.leases: dict[str, Lease] = {}
@@ -206,8 +208,9 @@ class FreshRuntime:
     def store(self) -> StateStore:
         """The store, opened on first use."""
         if self._store is None:
-            self._store = open_store(self.config, self.crawler)
-            logger.info("scrapy_fresh store: %(store)r", {"store": self._store})
+            store = self._store = open_store(self.config, self.crawler)
+            self._leased_store = store if isinstance(store, LeasedVisitStore) else None
+            logger.info("scrapy_fresh store: %(store)r", {"store": store})
         return self._store
 
     @property
@@ -415,11 +418,7 @@ class FreshRuntime:
         meta["fresh_outcome"] = outcome.value
         cost = self.check_cost(state)
         checks = self.hosts.get(state.host)
-        written = (
-            self._commit_leased(state, outcome, now, cost, checks)
-            if self.config.store == "redis"
-            else None
-        )
+        written = self._commit_leased(state, outcome, now, cost, checks)
         if written is None:
             site = self._sites.get(state.host)
             if site is None:
@@ -466,8 +465,8 @@ class FreshRuntime:
         this worker learned since it last handed them over. Returns False if the lease
         was lost (nothing written, stat ``fresh/redis/lease_lost``), None if the store
         is not the shared Redis one."""
-        store = self.store
-        if not isinstance(store, LeasedVisitStore):
+        store = self._leased_store
+        if store is None:
             return None
         host = state.host
         delta: dict[str, int] = {}

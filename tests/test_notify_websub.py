@@ -465,6 +465,9 @@ class FakeHub(ThreadingHTTPServer):
         self.feed = feed
         self.lease = lease
         self.answer = 202
+        #: Verify (and deliver) before answering the subscription: what a fast hub's
+        #: verification thread does when it runs before the subscriber reads the 202.
+        self.verify_first = False
         self.forms: list[dict[str, str]] = []
         self.verified: list[tuple[int, bytes]] = []
         self.delivered: list[int] = []
@@ -523,7 +526,10 @@ class _HubHandler(BaseHTTPRequestHandler):
         form = {k: v[0] for k, v in parse_qs(body.decode()).items()}
         self.server.forms.append(form)
         status = self.server.answer
-        self.send_response(status)
+        if status == 202 and self.server.verify_first:
+            self.server.verify_and_deliver(form)
+            status = 0  # answered below, nothing more to do
+        self.send_response(status or 202)
         self.send_header("Content-Length", "0")
         self.end_headers()
         if status == 202:  # verification comes after the answer, as the spec says
@@ -572,6 +578,29 @@ def test_the_server_subscribes_at_the_hub_and_renews_the_lease(
             assert server.subscribe_due() == 1
             assert server.renew_at("news") == pytest.approx(clock.now + 120)
             assert len(hub.forms) == 3
+    finally:
+        hub.shutdown()
+        hub.server_close()
+
+
+def test_a_lease_the_hub_granted_before_its_answer_arrived_is_kept(
+    store: SQLiteStore, clock: Clock
+) -> None:
+    hub = FakeHub(atom(("http://127.0.0.1/a", NOW - 60)))
+    hub.verify_first = True  # the verification overtakes the 202 (a loaded machine)
+    threading.Thread(target=hub.serve_forever, daemon=True).start()
+    try:
+        sub = Subscription("news", TOPIC, SECRET, hub.url())
+        for server in serve(
+            store, clock, websub={"news": sub}, callback_base="http://127.0.0.1:1"
+        ):
+            host, port = server.server_address[:2]
+            server.config.callback_base = f"http://{host}:{port}"
+            assert server.subscribe_due() == 1
+            assert hub.done.is_set()
+            assert hub.verified == [(200, b"ch-4711")]
+            # the hub granted 100 s: renewed at 90 s, not at 90% of the 864000 s asked
+            assert server.renew_at("news") == pytest.approx(NOW + 90)
     finally:
         hub.shutdown()
         hub.server_close()

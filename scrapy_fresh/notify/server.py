@@ -745,6 +745,8 @@ class NotifyServer(ThreadingHTTPServer):
         #: subscription name -> when to send its next subscription request; failures.
         self._renew_at: dict[str, float] = {}
         self._failures: dict[str, int] = {}
+        #: When the hub last verified each subscription (its lease wins over the asked one).
+        self._verified_at: dict[str, float] = {}
         #: connections refused or closed, by reason ("deadline", "too_many_connections")
         self.drops: dict[str, int] = {}
         self._open: dict[int, str] = {}  # id(socket) -> client address
@@ -909,7 +911,9 @@ class NotifyServer(ThreadingHTTPServer):
             status, reason = send_subscription(sub.hub, form, self.config.hub_timeout)
             sent += 1
             with self._verified_lock:
-                if 200 <= status < 300:
+                if 200 <= status < 300 and self._verified_at.get(name, -math.inf) >= now:
+                    pass  # the hub verified it already (granting its own lease): kept
+                elif 200 <= status < 300:
                     self._failures.pop(name, None)
                     self._renew_at[name] = now + 0.9 * self.config.lease_seconds
                 else:
@@ -939,7 +943,9 @@ class NotifyServer(ThreadingHTTPServer):
         """The hub verified ``name``: renew it at 90% of the lease it granted."""
         lease = lease_seconds if lease_seconds else self.config.lease_seconds
         with self._verified_lock:
-            self._renew_at[name] = self.clock() + 0.9 * lease
+            now = self.clock()
+            self._verified_at[name] = now
+            self._renew_at[name] = now + 0.9 * lease
             self._failures.pop(name, None)
 
     def renew_at(self, name: str) -> float | None:

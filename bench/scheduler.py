@@ -320,7 +320,7 @@ def measure_cycle(impl: str, case: str, path: str, trace: bool) -> dict[str, Any
                 downloading.append(request)
                 handed += 1
             if downloading and (len(downloading) == 16 or request is None):
-                runtime.record_outcome(downloading.pop(0).meta, Outcome.NOT_MODIFIED)
+                runtime.visits.record_outcome(downloading.pop(0).meta, Outcome.NOT_MODIFIED)
     t2 = time.perf_counter()
     peak = tracemalloc.get_traced_memory()[1] if trace else 0
     if trace:

@@ -208,7 +208,7 @@ class Harness:
         from scrapy_fresh.outcome import Outcome
 
         outcome = outcome or Outcome.NOT_MODIFIED
-        assert self.runtime.record_outcome(request.meta, outcome) is not None
+        assert self.runtime.visits.record_outcome(request.meta, outcome) is not None
 
     def state(self, url: str) -> PageState:
         from scrapy_fresh.keys import url_key

@@ -64,13 +64,13 @@ def test_a_304_measures_the_hosts_check_cost_and_grows_the_refresh_time_gently(p
     mw = FreshDownloaderMiddleware.from_crawler(h.crawler)
     with pytest.raises(NotModified):
         mw.process_response(request, _304(request, ETag='"abc"'))
-    checks = h.runtime.host_checks("a.example")
+    checks = h.runtime.checks.host_checks("a.example")
     assert 0 < checks.check_bytes < 1_000
     assert checks.check_full_bytes == checks.check_bytes + 10_000
     state = h.state(URL)
     # measured ~1% of a download, floored at FRESH_MIN_CHECK_COST_RATIO (0.05)
     assert state.refresh_secs == pytest.approx(REFRESH * 2**0.05)
-    assert h.runtime.check_cost(state) == 0.05
+    assert h.runtime.checks.check_cost(state) == 0.05
     site = h.runtime.store.get_site("a.example")
     assert site is not None
     assert site.checks["check_full_bytes"] == checks.check_full_bytes  # kept for next run
@@ -87,35 +87,35 @@ def test_without_the_weighting_a_304_doubles_the_refresh_time(page):
 def test_pages_that_must_be_downloaded_to_be_checked_keep_the_papers_rule(page):
     # no validators, and no length probes
     h, request = page({"FRESH_LENGTH_PROBE_FULL_EVERY": 0}, content_length=10_000)
-    h.runtime.hosts["a.example"] = HostChecks(check_bytes=150, check_full_bytes=10_150)
+    h.runtime.checks.hosts["a.example"] = HostChecks(check_bytes=150, check_full_bytes=10_150)
     spider_mw = FreshSpiderMiddleware.from_crawler(h.crawler)
     response = HtmlResponse(URL, body=(HTML % TEXT).encode(), request=request)
     _callback_yields_nothing(spider_mw, response)
     state = h.state(URL)
     assert request.meta["fresh_outcome"] == "unchanged"
-    assert h.runtime.check_cost(state) == 1.0
+    assert h.runtime.checks.check_cost(state) == 1.0
     assert state.refresh_secs == 2 * REFRESH  # a wasted download: the paper's doubling
 
 
 def test_a_page_checked_by_its_length_costs_the_mean_of_probes_and_full_downloads(page):
     # no ETag, no Last-Modified: length probes, when opted into
     h, _ = page({"FRESH_LENGTH_PROBE": True}, content_length=10_000)
-    h.runtime.hosts["a.example"] = HostChecks(check_bytes=150, check_full_bytes=10_150)
+    h.runtime.checks.hosts["a.example"] = HostChecks(check_bytes=150, check_full_bytes=10_150)
     # three HEAD probes at the floor (0.05), then one full download, in every four visits
-    assert h.runtime.check_cost(h.state(URL)) == pytest.approx((3 * 0.05 + 1.0) / 4)
-    h.runtime.length_churn_pages.add(h.state(URL).key)  # its length moves on its own
-    assert h.runtime.check_cost(h.state(URL)) == 1.0
+    assert h.runtime.checks.check_cost(h.state(URL)) == pytest.approx((3 * 0.05 + 1.0) / 4)
+    h.runtime.checks.length_churn_pages.add(h.state(URL).key)  # its length moves on its own
+    assert h.runtime.checks.check_cost(h.state(URL)) == 1.0
 
 
 def test_without_length_probes_a_page_without_validators_costs_a_download(page):
     h, _ = page(content_length=10_000)  # the default: its length is no evidence
-    h.runtime.hosts["a.example"] = HostChecks(check_bytes=150, check_full_bytes=10_150)
-    assert h.runtime.check_cost(h.state(URL)) == 1.0
+    h.runtime.checks.hosts["a.example"] = HostChecks(check_bytes=150, check_full_bytes=10_150)
+    assert h.runtime.checks.check_cost(h.state(URL)) == 1.0
 
 
 def test_a_host_that_never_answered_a_cheap_check_costs_a_download(page):
     h, _ = page(etag='"abc"')
-    assert h.runtime.check_cost(h.state(URL)) == 1.0
+    assert h.runtime.checks.check_cost(h.state(URL)) == 1.0
 
 
 @pytest.mark.parametrize("bad", [0.0, 1.5, "cheap"])
@@ -152,7 +152,7 @@ def test_a_sitemap_listing_an_update_since_its_last_visit_changed(page):
     h, request = _sitemap_visit(page, HARNESS_NOW - REFRESH)  # after the last crawl
     assert request.meta["fresh_outcome"] == "changed"
     assert h.stat("fresh/changed_by_listing") == 1
-    assert not h.runtime.listed_updates
+    assert not h.runtime.visits.listed_updates
 
 
 def test_a_sitemap_listing_only_known_updates_is_unchanged(page):

@@ -115,7 +115,7 @@ def test_304_is_not_modified_and_reaches_no_callback(setup: Any) -> None:
     assert request.meta["fresh_outcome"] == "not_modified"
     assert h.stat("fresh/not_modified") == 1
     assert h.stat("fresh/bytes_saved") == 1234
-    assert h.runtime.host_checks("a.example").etag_not_modified == 1
+    assert h.runtime.checks.host_checks("a.example").etag_not_modified == 1
     # A second outcome for the same visit changes nothing.
     mw.process_exception(request, TimeoutError())
     assert h.stat("fresh/errors") == 0
@@ -144,9 +144,9 @@ def test_a_host_that_ignores_validators_gets_head_probes(setup: Any) -> None:
     h, request, mw, _ = setup(etag='"abc"', last_modified=LM)
     run(mw.process_request(request))
     mw.process_response(request, _response(request, 200, "<p>x</p>", ETag='"abc"'))
-    checks = h.runtime.host_checks("a.example")
+    checks = h.runtime.checks.host_checks("a.example")
     assert checks.ignored == 1
-    assert h.runtime.ignored_pages == {request.meta["fresh_key"]}
+    assert h.runtime.checks.ignored_pages == {request.meta["fresh_key"]}
     checks.ignored = 2
     assert checks.plan("auto", has_validators=True, has_head_validators=True).value == "head"
     assert checks.plan("conditional", has_validators=True, has_head_validators=True).value == (
@@ -239,7 +239,7 @@ def test_a_lying_host_is_fetched_in_full(setup: Any) -> None:
     )
     collect(spider_mw.process_spider_output(response, _aiter([])))
     assert request.meta["fresh_outcome"] == Outcome.CHANGED.value
-    checks = h.runtime.host_checks("a.example")
+    checks = h.runtime.checks.host_checks("a.example")
     assert checks.lying
     assert checks.plan("auto", has_validators=True, has_head_validators=True).value == "none"
     assert h.stat("fresh/validators_lying") == 1
@@ -254,8 +254,8 @@ def test_what_a_run_learned_about_a_host_holds_in_the_next(setup: Any) -> None:
     site = h.runtime.store.get_site("a.example")
     assert site is not None
     assert site.checks["lying"] == 1
-    h.runtime.hosts.clear()  # a new run: nothing learned in memory
-    checks = h.runtime.host_checks("a.example")
+    h.runtime.checks.hosts.clear()  # a new run: nothing learned in memory
+    checks = h.runtime.checks.host_checks("a.example")
     assert checks.lying
     assert checks.plan("auto", has_validators=True, has_head_validators=True).value == "none"
 

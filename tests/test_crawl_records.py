@@ -28,7 +28,7 @@ def store_settings(request: pytest.FixtureRequest, tmp_path: Any) -> dict[str, A
 
 def fetched(h: Any, request: Request, fingerprint: int, etag: str = '"e1"') -> Outcome | None:
     """Record a downloaded page as the spider middleware does."""
-    return h.runtime.record_fetch(
+    return h.runtime.visits.record_fetch(
         request.meta, fingerprint, headers={"etag": etag}, content_length=100
     )
 

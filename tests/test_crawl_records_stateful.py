@@ -132,11 +132,11 @@ class CrawlRecords(RuleBasedStateMachine):
         meta = request.meta
         runtime = self.runtime
         if kind == 0:
-            runtime.record_outcome(meta, Outcome.ERROR)
+            runtime.visits.record_outcome(meta, Outcome.ERROR)
         elif kind == 1 and runtime.leases[meta["fresh_key"]].visited:
-            runtime.record_outcome(meta, Outcome.NOT_MODIFIED, headers={"etag": '"same"'})
+            runtime.visits.record_outcome(meta, Outcome.NOT_MODIFIED, headers={"etag": '"same"'})
         else:
-            runtime.record_fetch(
+            runtime.visits.record_fetch(
                 meta, fingerprint, headers={"etag": f'"{fingerprint}"'}, content_length=10
             )
         state = runtime.store.get(meta["fresh_key"])

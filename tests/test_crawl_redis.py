@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import redis
 
-from scrapy_fresh.crawl.runtime import OUTCOME_STATS
+from scrapy_fresh.crawl.visits import OUTCOME_STATS
 from scrapy_fresh.distributed.frontier import RedisFrontier
 from scrapy_fresh.distributed.shared import PULL_BATCH
 from scrapy_fresh.distributed.store import RedisStore

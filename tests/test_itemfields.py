@@ -377,7 +377,7 @@ def test_a_content_length_alone_is_no_check_unless_opted_into(
     harness: Any, settings: dict[str, Any], plan: Check
 ) -> None:
     h = harness(settings)
-    got, _, _ = h.runtime.check_plan("0" * 40, "a.example", None, None, 10_000, 1)
+    got, _, _ = h.runtime.checks.check_plan("0" * 40, "a.example", None, None, 10_000, 1)
     assert got is plan
-    head, _, _ = h.runtime.check_plan("0" * 40, "a.example", '"e"', None, 10_000, 1)
+    head, _, _ = h.runtime.checks.check_plan("0" * 40, "a.example", '"e"', None, 10_000, 1)
     assert head is Check.CONDITIONAL  # validators: a conditional GET, as before

@@ -97,7 +97,7 @@ def _count_cheap_check(runtime: FreshRuntime, lease: Lease, response: Response) 
     if lease.content_length is None:
         return
     answer = _answer_bytes(response)
-    runtime.host_checks(lease.host).count_check(answer, answer + lease.content_length)
+    runtime.checks.host_checks(lease.host).count_check(answer, answer + lease.content_length)
 
 
 class _FreshComponent:
@@ -155,7 +155,7 @@ class FreshDownloaderMiddleware(_FreshComponent):
         if not lease.visited or request.meta.get("fresh_probed"):
             return None
         runtime = self.runtime
-        plan, etag, last_modified = runtime.check_plan(
+        plan, etag, last_modified = runtime.checks.check_plan(
             lease.key,
             lease.host,
             lease.etag,
@@ -184,7 +184,7 @@ class FreshDownloaderMiddleware(_FreshComponent):
         """HEAD first; raise NotModified, or hand back the GET to be scheduled politely."""
         runtime = self.runtime
         runtime.stat("fresh/head_probes")
-        checks = runtime.host_checks(lease.host)
+        checks = runtime.checks.host_checks(lease.host)
         probe = Request(
             request.url,
             method="HEAD",
@@ -236,7 +236,10 @@ class FreshDownloaderMiddleware(_FreshComponent):
         lease: Lease,
         headers: Mapping[str, str | None] | None,
     ) -> None:
-        if self.runtime.record_outcome(meta, Outcome.NOT_MODIFIED, headers=headers) is not None:
+        if (
+            self.runtime.visits.record_outcome(meta, Outcome.NOT_MODIFIED, headers=headers)
+            is not None
+        ):
             self.runtime.stat("fresh/bytes_saved", lease.content_length or 0)
 
     # -- responses ---------------------------------------------------------------------
@@ -248,7 +251,7 @@ class FreshDownloaderMiddleware(_FreshComponent):
         if lease is None:
             return response
         status = response.status
-        checks = self.runtime.host_checks(lease.host)
+        checks = self.runtime.checks.host_checks(lease.host)
         sent_etag, sent_ims = lease.sent_etag, lease.sent_ims
         lease.sent_etag = lease.sent_ims = None
         if status == 304 and lease.visited:
@@ -265,11 +268,11 @@ class FreshDownloaderMiddleware(_FreshComponent):
                 sent_ims and last_modified and last_modified.strip() == sent_ims
             ):
                 checks.ignored += 1  # the validator still matched, yet a full answer
-                self.runtime.ignored_pages.add(lease.key)
+                self.runtime.checks.ignored_pages.add(lease.key)
         if status in (404, 410):
-            self.runtime.record_outcome(request.meta, Outcome.GONE)
+            self.runtime.visits.record_outcome(request.meta, Outcome.GONE)
         elif not 200 <= status < 300:
-            self.runtime.record_outcome(request.meta, Outcome.ERROR)
+            self.runtime.visits.record_outcome(request.meta, Outcome.ERROR)
         return response
 
     def process_exception(self, request: Request, exception: Exception) -> None:
@@ -282,7 +285,7 @@ class FreshDownloaderMiddleware(_FreshComponent):
             return
         lease.sent_etag = lease.sent_ims = None
         if isinstance(exception, IgnoreRequest):  # robots.txt, offsite, another middleware
-            self.runtime.record_outcome(request.meta, Outcome.BLOCKED)
+            self.runtime.visits.record_outcome(request.meta, Outcome.BLOCKED)
             logger.debug(
                 "scrapy_fresh: %(url)s was not fetched (%(exc)s); looked at again in "
                 "FRESH_MAX_REFRESH_SECS",
@@ -290,7 +293,7 @@ class FreshDownloaderMiddleware(_FreshComponent):
                 extra={"spider": self.crawler.spider},
             )
             return
-        self.runtime.record_outcome(request.meta, Outcome.ERROR)
+        self.runtime.visits.record_outcome(request.meta, Outcome.ERROR)
         logger.debug(
             "scrapy_fresh: %(url)s failed (%(exc)r); it stays scheduled with back-off",
             {"url": request.url, "exc": exception},
@@ -454,7 +457,7 @@ class FreshSpiderMiddleware(_FreshComponent):
             content = PageContent(fingerprint_text(text), items=hashes, fields=fields, rules=rules)
         else:
             content = page_content(response, self._content_rules(request.meta))
-        result = self.runtime.record_content(
+        result = self.runtime.visits.record_content(
             request.meta,
             content,
             headers=_headers(response),

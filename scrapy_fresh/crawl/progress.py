@@ -21,7 +21,8 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from twisted.internet import task
 
-from scrapy_fresh.crawl.runtime import OUTCOME_STATS, FreshRuntime
+from scrapy_fresh.crawl.runtime import FreshRuntime
+from scrapy_fresh.crawl.visits import OUTCOME_STATS
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

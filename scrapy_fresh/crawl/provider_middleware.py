@@ -320,7 +320,7 @@ class FreshProviderMiddleware:
             return
         since = state.last_crawl if state is not None else None
         if since is not None and any(since < update.when <= now for update in document.past):
-            self.runtime.listed_updates.add(key)
+            self.runtime.visits.listed_updates.add(key)
 
     def _apply_elsewhere(self, signals: Signals, now: float) -> bool:
         """Write signals into the records they are about (or hold them for new URLs);
@@ -490,7 +490,7 @@ class FreshProviderMiddleware:
         runtime.stat("fresh/providers/sitemaps/failed")
         too_large = _over_maxsize(message)
         if request is not None:
-            runtime.record_outcome(request.meta, Outcome.ERROR)
+            runtime.visits.record_outcome(request.meta, Outcome.ERROR)
             key = request.meta.get("fresh_key")
             if too_large and isinstance(key, str):
                 runtime.stat("fresh/providers/sitemaps/refused")

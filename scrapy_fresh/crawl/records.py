@@ -2,8 +2,8 @@
 
 A page record has two kinds of fields. Its *visit fields* (``last_crawl``, ``visits``,
 ``changes``, ``p_c``, ``fingerprint``, validators, ``next_due``...) are written only by
-the visit that holds the page's lease (:meth:`FreshRuntime.record_fetch
-<scrapy_fresh.crawl.runtime.FreshRuntime.record_fetch>` and ``record_outcome``). What a
+the visit that holds the page's lease (:meth:`VisitRecorder.record_fetch
+<scrapy_fresh.crawl.visits.VisitRecorder.record_fetch>` and ``record_outcome``). What a
 *sighting* of the URL says (a spider's request: its rebuild data, the provider level it
 names, its popularity) is merged here, into the record as the store has it at that
 moment, and nothing else of it is written: whatever the order of sightings and visits, a

@@ -714,7 +714,7 @@ class FreshScheduler(BaseScheduler):
         if discovered and not self.config.provider_signals:
             # A sitemap (or robots.txt) the provider middleware found and reads: without
             # it the spider's own callback would get it. Looked at again later.
-            self.runtime.record_outcome({"fresh_key": lease.key}, Outcome.BLOCKED)
+            self.runtime.visits.record_outcome({"fresh_key": lease.key}, Outcome.BLOCKED)
             return None
         spider = self.crawler.spider
         assert spider is not None

@@ -173,6 +173,6 @@ class VisitLog:
                 "changes": state.changes,
                 "change_rate": state.change_rate,
                 "content_length": state.content_length,
-                "magnitude": None if self.runtime is None else self.runtime.visit_magnitude,
+                "magnitude": None if self.runtime is None else self.runtime.visits.magnitude,
             }
         )

@@ -376,11 +376,12 @@ def test_version_1_file_is_migrated_and_keeps_its_sites(tmp_path: Path) -> None:
         store.put(page(1))
         store.put_site(SiteState("example.com", visits=4, p_c=0.5))
     conn = raw(path)  # make it a version 1 file: sites without the checks column
-    conn.execute("DROP VIEW pages_view")  # (and pages without the columns of version 3)
+    conn.execute("DROP VIEW pages_view")  # (and pages without the columns of versions 3, 4)
     for table, column in (
         ("sites", "checks"),
         ("pages", "field_hashes"),
         ("pages", "content_hash"),
+        ("pages", "kept_items"),
     ):
         conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
     conn.execute("PRAGMA user_version = 1")
@@ -394,7 +395,7 @@ def test_version_1_file_is_migrated_and_keeps_its_sites(tmp_path: Path) -> None:
         assert store.get_site("example.com").checks == {"ignored": 2}  # type: ignore[union-attr]
         assert len(store) == 1
     conn = raw(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
     conn.close()
 
 
@@ -429,7 +430,35 @@ def test_version_2_file_written_by_the_previous_code_is_migrated(tmp_path: Path)
         assert again == got
         assert [s.url for s in store.due(1_700_100_000.0, 10)] == ["https://shop.example/p/2"]
     conn = raw(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
     view = conn.execute("SELECT field_hashes, content_hash FROM pages_view WHERE visits = 4")
     assert view.fetchone() == ('[{"price":18446744073709551615,"stock":5}]', "8000000000000000")
+    conn.close()
+
+
+#: A version 3 store written by scrapy_fresh before version 4 (from /work/main at
+#: f5ba9bc): two pages of shop.example (one visited, with field hashes) and its site.
+V3_FILE = Path(__file__).parent / "data" / "store-v3.sqlite"
+
+
+def test_version_3_file_is_migrated_and_keeps_items_afterwards(tmp_path: Path) -> None:
+    path = tmp_path / "fresh.sqlite"
+    path.write_bytes(V3_FILE.read_bytes())
+    conn = raw(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+    conn.close()
+    key = url_key("https://shop.example/p/1")
+    with SQLiteStore(path) as store:
+        got = store.get(key)
+        assert got is not None
+        assert (got.visits, got.field_hashes, got.kept_items) == (2, [{"price": 7, "name": 9}], None)
+        got.visits, got.last_crawl = 3, 1_700_100_000.0
+        got.kept_items = b"x\x9c\x00\xff compressed"
+        store.put(got)
+    with SQLiteStore(path) as store:
+        again = store.get(key)
+        assert again == got
+        assert len(store) == 2
+    conn = raw(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
     conn.close()

@@ -7,11 +7,15 @@ It is the same as setting, by hand::
         "scrapy_fresh.middlewares.FreshDownloaderMiddleware": 540,
         "scrapy_fresh.provider_middleware.FreshProviderMiddleware": 535,
     }
-    SPIDER_MIDDLEWARES = {"scrapy_fresh.middlewares.FreshSpiderMiddleware": 40}
+    SPIDER_MIDDLEWARES = {
+        "scrapy_fresh.middlewares.FreshSpiderMiddleware": 40,
+        "scrapy_fresh.gone.PageGoneMiddleware": 45,
+    }
     ITEM_PIPELINES = {"scrapy_fresh.pipelines.FreshItemPipeline": 100}
     EXTENSIONS = {
         "scrapy_fresh.visitlog.VisitLog": 0,
         "scrapy_fresh.progress.FreshProgress": 0,
+        "scrapy_fresh.webhook.WebhookDelivery": 0,
     }
 """
 
@@ -56,6 +60,11 @@ EXTRA_COMPONENTS = [
     ),
     # Progress log lines (off when FRESH_PROGRESS_SECS is 0).
     ("EXTENSIONS", "scrapy_fresh.progress.FreshProgress", 0),
+    # PageGone items: below HttpErrorMiddleware (50), so that it sees the output of a
+    # gone page's response whatever became of the HttpError (off: FRESH_GONE_ITEMS False).
+    ("SPIDER_MIDDLEWARES", "scrapy_fresh.gone.PageGoneMiddleware", 45),
+    # Webhook delivery of changes (off unless FRESH_WEBHOOK_URL is set).
+    ("EXTENSIONS", "scrapy_fresh.webhook.WebhookDelivery", 0),
 ]
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from scrapy_fresh import default_settings
+from scrapy_fresh.changes import ChangeConfig
 from scrapy_fresh.content import DEFAULT_RULES, ContentRules
 from scrapy_fresh.exceptions import ConfigError
 from scrapy_fresh.frontier.scoring import SCORE_RULES
@@ -222,6 +223,7 @@ class FreshConfig:
     trust_threshold: float = 0.5
     trust_recover: float = 0.6
     trust_quiet_evidence: float = 3.0
+    changes: ChangeConfig = ChangeConfig()
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> FreshConfig:
@@ -258,7 +260,10 @@ class FreshConfig:
         field_rules = parse_field_rules(
             _setting(settings, "FRESH_FIELD_RULES"), "FRESH_FIELD_RULES"
         )
+        changes = ChangeConfig.from_settings(settings)
+        changes.check_rules(fp_fields, field_rules)
         config = cls(
+            changes=changes,
             enabled=flag(settings, "FRESH_ENABLED"),
             store=store,
             sqlite_path=sqlite_path,

@@ -31,7 +31,7 @@ from scrapy_fresh.policy.cost import check_cost_ratio
 from scrapy_fresh.policy.refresh import decay_for_half_life
 from scrapy_fresh.providers.meta import declared_update
 from scrapy_fresh.records import CrawlRecords
-from scrapy_fresh.store.base import PageState, SiteState, StateStore
+from scrapy_fresh.store.base import PageState, SiteState, StateStore, Status
 from scrapy_fresh.validators import (
     Check,
     HostChecks,
@@ -268,6 +268,12 @@ class FreshRuntime:
         #: and its new text (how much changed; the verdict is exact), else None. The
         #: outcome listeners (the visit log) read it.
         self.visit_magnitude: int | None = None
+        #: While a downloaded page's visit is recorded: the names of the fields that
+        #: changed on any of its items (empty for a page judged without items).
+        self.visit_fields: list[str] = []
+        #: While a visit is recorded: whether it made the page gone (it was not gone
+        #: when this run leased it). The visit log, PageGone items and the webhook read it.
+        self.became_gone = False
         self.records.dropped_listeners.append(lambda key: self.leases.pop(key, None))
         self.hosts: dict[str, HostChecks] = {}
         #: Redis store: each host's validator counters as last handed to the store (a
@@ -555,8 +561,16 @@ class FreshRuntime:
             listener(state)
         if written is False:
             return  # another worker holds the URL: its visit is the one recorded
-        for outcome_listener in list(self.outcome_listeners):
-            outcome_listener(state, outcome, now, headers or {})
+        was_gone = state.key in self.records.leased_gone
+        self.records.leased_gone.discard(state.key)
+        self.became_gone = (
+            outcome is Outcome.GONE and state.status is Status.GONE and not was_gone
+        )
+        try:
+            for outcome_listener in list(self.outcome_listeners):
+                outcome_listener(state, outcome, now, headers or {})
+        finally:
+            self.became_gone = False
 
     def _commit_leased(
         self, state: PageState, outcome: Outcome, now: float, cost: float,
@@ -715,14 +729,17 @@ class FreshRuntime:
         state.fingerprint = content.simhash
         state.field_hashes = content.items or []
         state.content_hash = content.digest
+        state.kept_items = content.kept
         state.etag = etag
         state.last_modified = last_modified.strip() if last_modified else None
         state.content_length = length if length is not None else content_length
         if outcome is Outcome.CHANGED and verdict.magnitude is not None:
             self.stat("fresh/changed_bits", verdict.magnitude)
         self.visit_magnitude = verdict.magnitude
+        self.visit_fields = list(dict.fromkeys(n for names in verdict.item_changes for n in names))
         try:
             self._commit(meta, state, outcome, now)
         finally:
             self.visit_magnitude = None
+            self.visit_fields = []
         return outcome, verdict

@@ -173,5 +173,20 @@ class VisitLog:
                 "change_rate": state.change_rate,
                 "content_length": state.content_length,
                 "magnitude": None if self.runtime is None else self.runtime.visit_magnitude,
+                "last_crawl": state.last_crawl,
+                **self._change(),
             }
         )
+
+    def _change(self) -> dict[str, Any]:
+        """What the change feed needs of a visit: changed fields, whether it made the page
+        gone (left out when there is nothing to say)."""
+        runtime = self.runtime
+        if runtime is None:
+            return {}
+        out: dict[str, Any] = {}
+        if runtime.visit_fields:
+            out["fields"] = runtime.visit_fields
+        if runtime.became_gone:
+            out["became_gone"] = True
+        return out

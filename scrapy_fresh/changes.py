@@ -27,8 +27,13 @@ from scrapy_fresh.itemfields import FIELD_PREFIX, FieldRule
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
+    from scrapy_fresh.verdict import Verdict
+
 __all__ = [
     "ChangeConfig",
+    "ItemChange",
+    "describe_changes",
+    "logged_changes",
     "match_items",
     "pack_items",
     "plain_value",
@@ -167,7 +172,7 @@ def pack_items(
     """
     kept = [
         {name: plain_value(item.get(name)) for name in fields if name in item}
-        for item, fields in zip(items, names)
+        for item, fields in zip(items, names, strict=True)
     ]
     text = json.dumps(kept, ensure_ascii=False, separators=(",", ":"))
     blob = zlib.compress(text.encode("utf-8", "surrogatepass"), 6)
@@ -230,3 +235,77 @@ def text_diff(name: str, before: Any, after: Any, min_chars: int) -> str | None:
         lineterm="",
     )
     return "\n".join(lines) or None
+
+
+@dataclass(frozen=True)
+class ItemChange:
+    """What changed on one item: the previous values of its changed fields and the
+    diffs of its long text fields (``fresh_previous``, ``fresh_diff``)."""
+
+    previous: dict[str, Any]
+    diff: dict[str, str]
+
+
+def describe_changes(
+    item_changes: Sequence[Sequence[str]],
+    matches: Sequence[int | None],
+    previous_blob: bytes | None,
+    current: Sequence[Mapping[str, Any]],
+    min_chars: int,
+) -> list[ItemChange | None]:
+    """Per item of a page, what changed on it (None: nothing to tell: no changed field,
+    a new item, or nothing kept of the previous visit).
+
+    :param item_changes: the changed fields of each item (``Verdict.item_changes``).
+    :param matches: the previous item each was compared with (``Verdict.matches``).
+    :param previous_blob: the items kept of the previous visit (:func:`pack_items`).
+    :param current: the items now (mappings of field values).
+    """
+    if not previous_blob or not matches:
+        return [None] * len(current)
+    previous = unpack_items(previous_blob)
+    out: list[ItemChange | None] = []
+    for names, match, item in zip(item_changes, matches, current, strict=False):
+        if not names or match is None or match >= len(previous):
+            out.append(None)
+            continue
+        before = previous[match]
+        diffs = {}
+        for name in names:
+            diff = text_diff(name, before.get(name), item.get(name), min_chars)
+            if diff is not None:
+                diffs[name] = diff
+        out.append(ItemChange(previous_values(before, names), diffs))
+    out.extend([None] * (len(current) - len(out)))
+    return out
+
+
+#: Longest text of a previous value or a diff in the visit log (the rest is cut).
+LOG_TEXT_MAX: Final = 2000
+
+
+def _cut(value: Any) -> Any:
+    if isinstance(value, str) and len(value) > LOG_TEXT_MAX:
+        return value[:LOG_TEXT_MAX] + "..."
+    return value
+
+
+def logged_changes(verdict: Verdict, kept: bytes | None, min_chars: int) -> list[dict[str, Any]]:
+    """What the visit log keeps of a page's changed items (for the report): per item that
+    has something to tell, its index, the previous values and the diffs, long texts cut
+    at :data:`LOG_TEXT_MAX` characters. Empty without kept items on both visits."""
+    if verdict.new or not kept or not verdict.previous_items:
+        return []
+    described = describe_changes(
+        verdict.item_changes, verdict.matches, verdict.previous_items, unpack_items(kept),
+        min_chars,
+    )  # fmt: skip
+    return [
+        {
+            "item": i,
+            "previous": {k: _cut(v) for k, v in change.previous.items()},
+            "diff": {k: _cut(v) for k, v in change.diff.items()},
+        }
+        for i, change in enumerate(described)
+        if change is not None
+    ]

@@ -223,7 +223,7 @@ class FreshConfig:
     trust_threshold: float = 0.5
     trust_recover: float = 0.6
     trust_quiet_evidence: float = 3.0
-    changes: ChangeConfig = ChangeConfig()
+    changes: ChangeConfig = field(default_factory=ChangeConfig)
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> FreshConfig:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
 
-from scrapy_fresh.changes import ChangeConfig, pack_items, previous_values, text_diff, unpack_items
+from scrapy_fresh.changes import ChangeConfig, describe_changes, pack_items
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -29,7 +29,8 @@ def kept_items(
     or more than :setting:`FRESH_KEEP_ITEMS_MAX_BYTES`, stat ``fresh/items_not_kept``)."""
     if not config.keep_items or not any(hashes):
         return None
-    blob = pack_items([ItemAdapter(item) for item in items], hashes, config.keep_items_max_bytes)
+    names = [list(h) for h in hashes]
+    blob = pack_items([ItemAdapter(item) for item in items], names, config.keep_items_max_bytes)
     if blob is None:
         stat("fresh/items_not_kept")
     return blob
@@ -49,19 +50,16 @@ def annotate(
     fields) and ``fresh_diff`` (unified diffs of its long text fields), from the items
     the record kept of the previous visit. Items of a new page, new items and pages
     without kept items get neither."""
-    if verdict.new or not verdict.previous_items or not verdict.matches:
+    if verdict.new:
         return
-    previous = unpack_items(verdict.previous_items)
-    for item, names, match in zip(items, verdict.item_changes, verdict.matches):
-        if not names or match is None or match >= len(previous):
+    adapters = [ItemAdapter(item) for item in items]
+    described = describe_changes(
+        verdict.item_changes, verdict.matches, verdict.previous_items, adapters,
+        config.diff_min_chars,
+    )  # fmt: skip
+    for item, change in zip(items, described, strict=True):
+        if change is None:
             continue
-        before = previous[match]
-        _set(item, "fresh_previous", previous_values(before, names))
-        adapter = ItemAdapter(item)
-        diffs = {}
-        for name in names:
-            diff = text_diff(name, before.get(name), adapter.get(name), config.diff_min_chars)
-            if diff is not None:
-                diffs[name] = diff
-        if diffs and _set(item, "fresh_diff", diffs):
+        _set(item, "fresh_previous", change.previous)
+        if change.diff and _set(item, "fresh_diff", change.diff):
             stat("fresh/items_diffed")

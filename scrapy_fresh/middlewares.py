@@ -30,6 +30,7 @@ from scrapy_fresh.content import DEFAULT_RULES, ContentRules, digest
 from scrapy_fresh.exceptions import ConfigError
 from scrapy_fresh.fingerprint import fingerprint_text
 from scrapy_fresh.frontier.revisit import Outcome
+from scrapy_fresh.item_changes import annotate, kept_items
 from scrapy_fresh.itemfields import (
     FieldRule,
     item_hashes,
@@ -37,7 +38,6 @@ from scrapy_fresh.itemfields import (
     parse_field_rules,
     parse_fields,
 )
-from scrapy_fresh.item_changes import annotate, kept_items
 from scrapy_fresh.keys import url_host
 from scrapy_fresh.runtime import FreshRuntime, Lease, header
 from scrapy_fresh.validators import (

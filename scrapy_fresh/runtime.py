@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy.utils.misc import build_from_crawler, load_object
 from scrapy.utils.project import data_path
 
+from scrapy_fresh.changes import logged_changes
 from scrapy_fresh.config import FreshConfig
 from scrapy_fresh.exceptions import ConfigError, StoreError
 from scrapy_fresh.frontier.frontier import Stream
@@ -271,6 +272,8 @@ class FreshRuntime:
         #: While a downloaded page's visit is recorded: the names of the fields that
         #: changed on any of its items (empty for a page judged without items).
         self.visit_fields: list[str] = []
+        #: ... and what changed on its items (:func:`~scrapy_fresh.changes.logged_changes`).
+        self.visit_items: list[dict[str, Any]] = []
         #: While a visit is recorded: whether it made the page gone (it was not gone
         #: when this run leased it). The visit log, PageGone items and the webhook read it.
         self.became_gone = False
@@ -563,9 +566,7 @@ class FreshRuntime:
             return  # another worker holds the URL: its visit is the one recorded
         was_gone = state.key in self.records.leased_gone
         self.records.leased_gone.discard(state.key)
-        self.became_gone = (
-            outcome is Outcome.GONE and state.status is Status.GONE and not was_gone
-        )
+        self.became_gone = outcome is Outcome.GONE and state.status is Status.GONE and not was_gone
         try:
             for outcome_listener in list(self.outcome_listeners):
                 outcome_listener(state, outcome, now, headers or {})
@@ -737,9 +738,13 @@ class FreshRuntime:
             self.stat("fresh/changed_bits", verdict.magnitude)
         self.visit_magnitude = verdict.magnitude
         self.visit_fields = list(dict.fromkeys(n for names in verdict.item_changes for n in names))
+        self.visit_items = logged_changes(
+            verdict, content.kept, self.config.changes.diff_min_chars
+        )
         try:
             self._commit(meta, state, outcome, now)
         finally:
             self.visit_magnitude = None
             self.visit_fields = []
+            self.visit_items = []
         return outcome, verdict

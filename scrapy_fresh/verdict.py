@@ -110,7 +110,7 @@ def judge(state: PageState, content: PageContent, threshold_bits: int) -> Verdic
             tuple(new)
             if m is None
             else tuple(changed_fields(old_items[m], new, content.fields, content.rules))
-            for m, new in zip(matches, items)
+            for m, new in zip(matches, items, strict=True)
         )
         changed = len(items) != len(old_items) or None in matches or any(changes)
         return Verdict(

@@ -187,6 +187,8 @@ class VisitLog:
         out: dict[str, Any] = {}
         if runtime.visit_fields:
             out["fields"] = runtime.visit_fields
+        if runtime.visit_items:
+            out["items"] = runtime.visit_items
         if runtime.became_gone:
             out["became_gone"] = True
         return out

@@ -95,8 +95,7 @@ class Outbox:
         """Up to ``limit`` deliveries due at ``now``, oldest first: (id, event, attempts)."""
         with self._lock:
             rows = self._conn.execute(
-                "SELECT id, event, attempts FROM outbox WHERE next_try <= ? ORDER BY seq "
-                "LIMIT ?",
+                "SELECT id, event, attempts FROM outbox WHERE next_try <= ? ORDER BY seq LIMIT ?",
                 (now, limit),
             ).fetchall()
         return [(d, json.loads(e), n) for d, e, n in rows]
@@ -203,7 +202,8 @@ class WebhookDelivery:
         self, state: PageState, outcome: Outcome, now: float, headers: Mapping[str, str | None]
     ) -> None:
         runtime = self.runtime
-        assert runtime is not None and self.outbox is not None
+        assert runtime is not None
+        assert self.outbox is not None
         if outcome is Outcome.NEW or outcome is Outcome.CHANGED:
             kind = outcome.value
         elif runtime.became_gone:
@@ -225,7 +225,7 @@ class WebhookDelivery:
         body = json.dumps(
             {"delivery_id": delivery, "attempt": attempt, "event": event}, ensure_ascii=False
         ).encode("utf-8")
-        request = urllib.request.Request(  # noqa: S310  # http(s) checked at start-up
+        request = urllib.request.Request(  # http(s) checked at start-up
             self.url,
             data=body,
             method="POST",
@@ -237,8 +237,8 @@ class WebhookDelivery:
             },
         )
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as answer:  # noqa: S310
-                return 200 <= answer.status < 300
+            with urllib.request.urlopen(request, timeout=self.timeout) as answer:
+                return bool(200 <= answer.status < 300)
         except (urllib.error.URLError, OSError, ValueError) as exc:
             logger.debug("scrapy_fresh webhook: delivery %s failed: %s", delivery, exc)
             return False

@@ -451,7 +451,11 @@ def test_version_3_file_is_migrated_and_keeps_items_afterwards(tmp_path: Path) -
     with SQLiteStore(path) as store:
         got = store.get(key)
         assert got is not None
-        assert (got.visits, got.field_hashes, got.kept_items) == (2, [{"price": 7, "name": 9}], None)
+        assert (got.visits, got.field_hashes, got.kept_items) == (
+            2,
+            [{"price": 7, "name": 9}],
+            None,
+        )
         got.visits, got.last_crawl = 3, 1_700_100_000.0
         got.kept_items = b"x\x9c\x00\xff compressed"
         store.put(got)

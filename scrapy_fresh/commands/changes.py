@@ -20,7 +20,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     start = parser.add_mutually_exclusive_group()
     start.add_argument("--since", default=None, help="Unix seconds or an ISO 8601 time")
     start.add_argument(
-        "--cursor", default=None, help="the 'cursor' of the last change read: print what came after"
+        "--cursor",
+        default=None,
+        help="the 'cursor' of the last change read: print what came after",
     )
     parser.add_argument(
         "--format", choices=("jsonl", "csv", "atom"), default="jsonl", help="default: jsonl"
@@ -65,7 +67,13 @@ def _log_path(args: argparse.Namespace) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     from scrapy_fresh.changefeed import (
-        KINDS, atom, csv_text, jsonl, parse_cursor, parse_since, read_changes,
+        KINDS,
+        atom,
+        csv_text,
+        jsonl,
+        parse_cursor,
+        parse_since,
+        read_changes,
     )  # fmt: skip
 
     if args.follow and args.format == "atom":

@@ -220,9 +220,7 @@ def test_webhook_delivers_every_change_across_a_receiver_restart(shop: dict[str,
         [sys.executable, "-m", "scrapy_fresh.commands", "changes", "--visit-log", str(log)],
         capture_output=True, text=True, check=True,
     ).stdout.splitlines()  # fmt: skip
-    feed = sorted(
-        (e["kind"], e["url"].rsplit("/", 1)[-1]) for e in map(json.loads, expected)
-    )
+    feed = sorted((e["kind"], e["url"].rsplit("/", 1)[-1]) for e in map(json.loads, expected))
     assert kinds == feed  # every change delivered, each under one delivery id
     assert ("gone", "p3.html") in feed
     assert ("changed", "p1.html") in feed
@@ -234,3 +232,30 @@ def test_webhook_delivers_every_change_across_a_receiver_restart(shop: dict[str,
         assert [c["attempt"] for c in copies] == sorted(c["attempt"] for c in copies)
         assert copies[-1]["attempt"] > 1
         assert all(c["event"] == copies[0]["event"] for c in copies)
+
+
+def test_report_lists_changes_diffs_gone_pages_and_hosts_only(shop: dict[str, Any]) -> None:
+    work = shop["work"]
+    done = subprocess.run(
+        [sys.executable, "-m", "scrapy_fresh.commands", "report", "--html", str(work / "r.html"),
+         "--json", str(work / "r.json"), "--visit-log", str(work / "visits.jsonl"),
+         "--sqlite-path", str(work / "state.sqlite")],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    data = json.loads((work / "r.json").read_text())
+    sites = [s["host"] for s in data["sites"]]
+    assert len(sites) == 1
+    assert sites[0].startswith("127.0.0.1:")
+    kinds = [(c["kind"], c["url"].rsplit("/", 1)[-1]) for c in data["changes"]]
+    assert kinds[0] == ("gone", "p3.html")  # newest first
+    p2 = next(
+        c for c in data["changes"] if c["url"].endswith("/p2.html") and c["kind"] == "changed"
+    )
+    [item] = p2["items"]
+    assert "+It is made of stoneware and glazed in a pale green." in item["diff"]["description"]
+    assert [g["url"].rsplit("/", 1)[-1] for g in data["gone"]] == ["p3.html"]
+    page = (work / "r.html").read_text()
+    for text in ("Latest changes", "glazed in a pale green", "Gone pages", "<h2>Hosts</h2>"):
+        assert text in page
+    assert "run/cycle" not in page

@@ -259,3 +259,54 @@ def test_report_lists_changes_diffs_gone_pages_and_hosts_only(shop: dict[str, An
     for text in ("Latest changes", "glazed in a pale green", "Gone pages", "<h2>Hosts</h2>"):
         assert text in page
     assert "run/cycle" not in page
+
+
+def test_webhook_outbox_survives_a_killed_crawl(tmp_path: Path) -> None:
+    """A crawl killed (SIGKILL) while its receiver is down loses no change: the next
+    crawl delivers what the outbox holds."""
+    import sqlite3
+    import time
+
+    from tests.realsite_support import start_crawl
+
+    root = tmp_path / "site"
+    write_shop(root, PRODUCTS, [1, 2, 3, 4])
+    probe = Receiver()
+    port = probe.port
+    probe.stop()  # nobody listens there during the first crawl
+    outbox = tmp_path / "outbox.sqlite"
+    with Nginx(root, tmp_path / "nginx") as server:
+        settings = {
+            "ADDONS": {"scrapy_fresh.Addon": 0},
+            "FRESH_SQLITE_PATH": str(tmp_path / "state.sqlite"),
+            "FRESH_VISIT_LOG": str(tmp_path / "visits.jsonl"),
+            "FRESH_WEBHOOK_URL": f"http://127.0.0.1:{port}/hook",
+            "FRESH_WEBHOOK_SECRET": SECRET,
+            "FRESH_WEBHOOK_OUTBOX": str(outbox),
+            "FRESH_WEBHOOK_BACKOFF_SECS": 0.1,
+            "FRESH_WEBHOOK_CLOSE_WAIT_SECS": 300.0,  # it would wait: it is killed instead
+        }
+        config = {"spider": "prices", "start": [server.url("/catalog.html")], "settings": settings}
+        started = start_crawl(config, tmp_path / "c1")
+        deadline = time.monotonic() + 60
+        queued = 0
+        while time.monotonic() < deadline and queued < 5:
+            time.sleep(0.2)
+            if outbox.exists():
+                with sqlite3.connect(outbox) as conn:
+                    queued = conn.execute("SELECT count(*) FROM outbox").fetchone()[0]
+        started.process.kill()
+        started.finish(10)
+        assert queued == 5  # the catalog and four products, all new
+        receiver = Receiver(port=port)
+        try:
+            again = {**config, "settings": {**settings, "FRESH_WEBHOOK_CLOSE_WAIT_SECS": 20.0}}
+            run_crawl(again, tmp_path / "c2").check()
+        finally:
+            receiver.stop()
+    got = sorted((d["event"]["kind"], d["event"]["url"].rsplit("/", 1)[-1])
+                 for d in receiver.deliveries)  # fmt: skip
+    assert got == [("new", "catalog.html")] + [("new", f"p{n}.html") for n in range(1, 5)]
+    assert any(d["attempt"] > 1 for d in receiver.deliveries)  # tried while it was down
+    with sqlite3.connect(outbox) as conn:
+        assert conn.execute("SELECT count(*) FROM outbox").fetchone()[0] == 0

@@ -49,30 +49,28 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
 
 @dataclass(frozen=True)
 class ChangeConfig:
-    """The settings of change output (read by :meth:`from_settings`, checked at start-up)."""
+    """The settings of change output (read by :meth:`from_settings`, checked at start-up):
+    kept items and diffs, PageGone items, the webhook."""
 
     keep_items: bool = False
     keep_items_max_bytes: int = 65536
     item_key_field: str | None = None
     diff_min_chars: int = 200
+    gone_items: bool = True
+    webhook_url: str = ""
+    webhook_secret: str = ""
+    webhook_outbox: str = "fresh/webhook-%(spider)s.sqlite"
+    webhook_backoff_secs: float = 1.0
+    webhook_max_backoff_secs: float = 300.0
+    webhook_timeout_secs: float = 10.0
+    webhook_close_wait_secs: float = 10.0
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> ChangeConfig:
-        from scrapy_fresh import default_settings
+        """Read and validate the change settings; a bad value raises ConfigError naming it."""
+        from scrapy_fresh.config import _integer, _number, _setting, _spider_path, flag
 
-        def get(name: str) -> Any:
-            return settings.get(name, getattr(default_settings, name))
-
-        keep = settings.getbool("FRESH_KEEP_ITEMS", default_settings.FRESH_KEEP_ITEMS)
-        numbers: dict[str, int] = {}
-        for name in ("FRESH_KEEP_ITEMS_MAX_BYTES", "FRESH_DIFF_MIN_CHARS"):
-            value = get(name)
-            if isinstance(value, str) and value.strip().isdigit():
-                value = int(value)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"{name} ({value!r}) must be a whole number, 1 or more.")
-            numbers[name] = value
-        key = get("FRESH_ITEM_KEY_FIELD")
+        key = _setting(settings, "FRESH_ITEM_KEY_FIELD")
         if key is not None and (not isinstance(key, str) or not key.strip()):
             raise ConfigError(
                 f"FRESH_ITEM_KEY_FIELD ({key!r}) must be None (items matched by position) "
@@ -83,12 +81,46 @@ class ChangeConfig:
                 f"FRESH_ITEM_KEY_FIELD ({key!r}) names a field of scrapy_fresh's own "
                 f"(they start with {FIELD_PREFIX!r}); name a field of your items."
             )
-        return cls(
-            keep_items=keep,
-            keep_items_max_bytes=numbers["FRESH_KEEP_ITEMS_MAX_BYTES"],
+        texts = {}
+        for name in ("FRESH_WEBHOOK_URL", "FRESH_WEBHOOK_SECRET"):
+            value = _setting(settings, name)
+            if not isinstance(value, str):
+                raise ConfigError(f"{name} ({value!r}) must be a string, or '' for none.")
+            texts[name] = value.strip()
+        url = texts["FRESH_WEBHOOK_URL"]
+        if url and not url.startswith(("http://", "https://")):
+            raise ConfigError(f"FRESH_WEBHOOK_URL ({url!r}) must be an http:// or https:// URL.")
+        if url and not texts["FRESH_WEBHOOK_SECRET"]:
+            raise ConfigError(
+                "FRESH_WEBHOOK_SECRET must be set (a non-empty string) when FRESH_WEBHOOK_URL "
+                "is: every delivery is signed with it."
+            )
+        config = cls(
+            keep_items=flag(settings, "FRESH_KEEP_ITEMS"),
+            keep_items_max_bytes=_integer(settings, "FRESH_KEEP_ITEMS_MAX_BYTES", low=1),
             item_key_field=key.strip() if isinstance(key, str) else None,
-            diff_min_chars=numbers["FRESH_DIFF_MIN_CHARS"],
+            diff_min_chars=_integer(settings, "FRESH_DIFF_MIN_CHARS", low=1),
+            gone_items=flag(settings, "FRESH_GONE_ITEMS"),
+            webhook_url=url,
+            webhook_secret=texts["FRESH_WEBHOOK_SECRET"],
+            webhook_outbox=_spider_path(settings, "FRESH_WEBHOOK_OUTBOX"),
+            webhook_backoff_secs=_number(
+                settings, "FRESH_WEBHOOK_BACKOFF_SECS", low=0.0, low_open=True
+            ),
+            webhook_max_backoff_secs=_number(
+                settings, "FRESH_WEBHOOK_MAX_BACKOFF_SECS", low=0.0, low_open=True
+            ),
+            webhook_timeout_secs=_number(
+                settings, "FRESH_WEBHOOK_TIMEOUT_SECS", low=0.0, low_open=True
+            ),
+            webhook_close_wait_secs=_number(settings, "FRESH_WEBHOOK_CLOSE_WAIT_SECS", low=0.0),
         )
+        if config.webhook_max_backoff_secs < config.webhook_backoff_secs:
+            raise ConfigError(
+                f"FRESH_WEBHOOK_MAX_BACKOFF_SECS ({config.webhook_max_backoff_secs!r}) must "
+                f"not be lower than FRESH_WEBHOOK_BACKOFF_SECS ({config.webhook_backoff_secs!r})."
+            )
+        return config
 
     def check_rules(self, fields: tuple[str, ...] | None, rules: Mapping[str, FieldRule]) -> None:
         """Raise ConfigError if the key field is not compared exactly: the match needs its

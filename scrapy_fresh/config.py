@@ -75,6 +75,19 @@ def flag(settings: BaseSettings, name: str) -> bool:
     raise ConfigError(f"{name} ({raw!r}) must be True or False (or 1/0, 'true'/'false').")
 
 
+def _spider_path(settings: BaseSettings, name: str) -> str:
+    """A file path setting in which %(spider)s is the only placeholder."""
+    path = _setting(settings, name)
+    if not isinstance(path, str) or not path.strip():
+        raise ConfigError(f"{name} ({path!r}) must be a non-empty path.")
+    if _SPIDER_TEMPLATE.fullmatch(path) is None:
+        raise ConfigError(
+            f"{name} ({path!r}) must be a path in which %(spider)s (the spider's name) is "
+            "the only placeholder; write a literal % as %%."
+        )
+    return path.strip()
+
+
 def _store(settings: BaseSettings) -> str:
     """FRESH_STORE: a built-in store's name, or the import path of a StateStore class."""
     raw = _setting(settings, "FRESH_STORE")

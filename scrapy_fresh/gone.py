@@ -54,14 +54,14 @@ class PageGoneMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        settings = crawler.settings
-        if not flag(settings, "FRESH_ENABLED") or not flag(settings, "FRESH_GONE_ITEMS"):
-            raise NotConfigured("FRESH_ENABLED or FRESH_GONE_ITEMS is False.")
+        if not flag(crawler.settings, "FRESH_ENABLED"):
+            raise NotConfigured("FRESH_ENABLED is False.")
         return cls(crawler)
 
     def _opened(self) -> None:
         self.runtime = runtime = FreshRuntime.of(self.crawler)
-        runtime.outcome_listeners.append(self._visited)
+        if runtime.config.changes.gone_items:  # (validated now, with every setting)
+            runtime.outcome_listeners.append(self._visited)
 
     def _visited(
         self, state: PageState, outcome: Outcome, now: float, headers: Mapping[str, str | None]

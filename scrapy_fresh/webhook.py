@@ -34,7 +34,6 @@ from scrapy.exceptions import NotConfigured
 from scrapy_fresh import default_settings
 from scrapy_fresh.changefeed import change_event
 from scrapy_fresh.config import flag
-from scrapy_fresh.exceptions import ConfigError
 from scrapy_fresh.frontier.revisit import Outcome
 from scrapy_fresh.runtime import FreshRuntime, resolve_sqlite_path
 
@@ -44,6 +43,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from typing_extensions import Self
 
+    from scrapy_fresh.changes import ChangeConfig
     from scrapy_fresh.store.base import PageState
 
 __all__ = ["Outbox", "WebhookDelivery", "sign", "verify_signature"]
@@ -125,17 +125,6 @@ class Outbox:
             self._conn.close()
 
 
-def _number(crawler: Crawler, name: str) -> float:
-    value = crawler.settings.get(name, getattr(default_settings, name))
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        number = float("nan")
-    if not number > 0:
-        raise ConfigError(f"{name} ({value!r}) must be a number of seconds, more than 0.")
-    return number
-
-
 class WebhookDelivery:
     """Extension: POST each change (new, changed, gone page) to :setting:`FRESH_WEBHOOK_URL`.
 
@@ -146,28 +135,9 @@ class WebhookDelivery:
     (attempts that failed), ``fresh/webhook/left`` (left in the outbox at the end).
     """
 
-    def __init__(self, crawler: Crawler, url: str) -> None:
+    def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self.url = url
-        secret = crawler.settings.get("FRESH_WEBHOOK_SECRET", "")
-        if not isinstance(secret, str) or not secret:
-            raise ConfigError(
-                "FRESH_WEBHOOK_SECRET must be set (a non-empty string) when FRESH_WEBHOOK_URL "
-                "is: every delivery is signed with it."
-            )
-        self.secret = secret
-        if not url.startswith(("http://", "https://")):
-            raise ConfigError(f"FRESH_WEBHOOK_URL ({url!r}) must be an http:// or https:// URL.")
-        self.backoff = _number(crawler, "FRESH_WEBHOOK_BACKOFF_SECS")
-        self.max_backoff = _number(crawler, "FRESH_WEBHOOK_MAX_BACKOFF_SECS")
-        self.timeout = _number(crawler, "FRESH_WEBHOOK_TIMEOUT_SECS")
-        wait = crawler.settings.get(
-            "FRESH_WEBHOOK_CLOSE_WAIT_SECS", default_settings.FRESH_WEBHOOK_CLOSE_WAIT_SECS
-        )
-        self.close_wait = float(wait)
-        self.outbox_path = str(
-            crawler.settings.get("FRESH_WEBHOOK_OUTBOX", default_settings.FRESH_WEBHOOK_OUTBOX)
-        )
+        self.config: ChangeConfig | None = None
         self.outbox: Outbox | None = None
         self.runtime: FreshRuntime | None = None
         self._wake = threading.Event()
@@ -178,13 +148,13 @@ class WebhookDelivery:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
+        # Settings are validated (FreshRuntime.of) when the spider opens, as for the
+        # other components: a bad FRESH_* value fails the crawl, not the crawler's creation.
         settings = crawler.settings
         url = settings.get("FRESH_WEBHOOK_URL", default_settings.FRESH_WEBHOOK_URL)
         if not flag(settings, "FRESH_ENABLED") or not url:
             raise NotConfigured("FRESH_WEBHOOK_URL is empty.")
-        if not isinstance(url, str):
-            raise ConfigError(f"FRESH_WEBHOOK_URL ({url!r}) must be a URL, or '' for none.")
-        return cls(crawler, url.strip())
+        return cls(crawler)
 
     def _stat(self, name: str, count: int = 1) -> None:
         if self.crawler.stats is not None:
@@ -192,8 +162,9 @@ class WebhookDelivery:
 
     def _opened(self) -> None:
         self.runtime = runtime = FreshRuntime.of(self.crawler)
+        self.config = config = runtime.config.changes
         name = getattr(self.crawler.spider, "name", "spider")
-        self.outbox = Outbox(resolve_sqlite_path(self.outbox_path % {"spider": name}))
+        self.outbox = Outbox(resolve_sqlite_path(config.webhook_outbox % {"spider": name}))
         runtime.outcome_listeners.append(self._visited)
         self._thread = threading.Thread(target=self._send_loop, name="fresh-webhook", daemon=True)
         self._thread.start()
@@ -222,22 +193,24 @@ class WebhookDelivery:
         self._wake.set()
 
     def _post(self, delivery: str, event: dict[str, Any], attempt: int) -> bool:
+        config = self.config
+        assert config is not None
         body = json.dumps(
             {"delivery_id": delivery, "attempt": attempt, "event": event}, ensure_ascii=False
         ).encode("utf-8")
         request = urllib.request.Request(  # http(s) checked at start-up
-            self.url,
+            config.webhook_url,
             data=body,
             method="POST",
             headers={
                 "Content-Type": "application/json",
                 DELIVERY_HEADER: delivery,
                 "X-Fresh-Attempt": str(attempt),
-                SIGNATURE_HEADER: sign(self.secret, body),
+                SIGNATURE_HEADER: sign(config.webhook_secret, body),
             },
         )
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as answer:
+            with urllib.request.urlopen(request, timeout=config.webhook_timeout_secs) as answer:
                 return bool(200 <= answer.status < 300)
         except (urllib.error.URLError, OSError, ValueError) as exc:
             logger.debug("scrapy_fresh webhook: delivery %s failed: %s", delivery, exc)
@@ -245,8 +218,9 @@ class WebhookDelivery:
 
     def send_due(self) -> int:
         """One round: try every due delivery once; return how many are still waiting."""
-        outbox = self.outbox
+        outbox, config = self.outbox, self.config
         assert outbox is not None
+        assert config is not None
         for delivery, event, attempts in outbox.due(time.time()):
             if self._stop.is_set():
                 break
@@ -254,7 +228,10 @@ class WebhookDelivery:
                 outbox.done(delivery)
                 self._stat("fresh/webhook/delivered")
             else:
-                wait = min(self.backoff * 2.0 ** min(attempts, 30), self.max_backoff)
+                wait = min(
+                    config.webhook_backoff_secs * 2.0 ** min(attempts, 30),
+                    config.webhook_max_backoff_secs,
+                )
                 outbox.failed(delivery, time.time() + wait)
                 self._stat("fresh/webhook/failed")
         return len(outbox)
@@ -266,29 +243,29 @@ class WebhookDelivery:
                 upcoming = self.outbox.next_try() if self.outbox is not None else None
             except sqlite3.Error as exc:
                 logger.error("scrapy_fresh webhook outbox: %s", exc)
-                upcoming = time.time() + self.backoff
+                upcoming = time.time() + 1.0
             wait = 1.0 if upcoming is None else max(0.0, min(upcoming - time.time(), 1.0))
             self._wake.wait(wait)
             self._wake.clear()
 
     def _closed(self, reason: str) -> None:
-        outbox = self.outbox
-        if outbox is None:
+        outbox, config = self.outbox, self.config
+        if outbox is None or config is None:
             return
-        deadline = time.monotonic() + self.close_wait
+        deadline = time.monotonic() + config.webhook_close_wait_secs
         while time.monotonic() < deadline and len(outbox):
             self._wake.set()
             time.sleep(0.05)
         self._stop.set()
         self._wake.set()
         if self._thread is not None:
-            self._thread.join(self.timeout + 1)
+            self._thread.join(config.webhook_timeout_secs + 1)
         left = len(outbox)
         if left:
             self._stat("fresh/webhook/left", left)
             logger.warning(
                 "scrapy_fresh webhook: %(n)d changes not delivered yet to %(url)s; they stay "
                 "in %(path)s for the next crawl",
-                {"n": left, "url": self.url, "path": outbox.path},
+                {"n": left, "url": config.webhook_url, "path": outbox.path},
             )
         outbox.close()

@@ -33,11 +33,15 @@ MANUAL = {
         "scrapy_fresh.middlewares.FreshDownloaderMiddleware": 540,
         "scrapy_fresh.provider_middleware.FreshProviderMiddleware": 535,
     },
-    "SPIDER_MIDDLEWARES": {"scrapy_fresh.middlewares.FreshSpiderMiddleware": 40},
+    "SPIDER_MIDDLEWARES": {
+        "scrapy_fresh.middlewares.FreshSpiderMiddleware": 40,
+        "scrapy_fresh.gone.PageGoneMiddleware": 45,
+    },
     "ITEM_PIPELINES": {"scrapy_fresh.pipelines.FreshItemPipeline": 100},
     "EXTENSIONS": {
         "scrapy_fresh.visitlog.VisitLog": 0,
         "scrapy_fresh.progress.FreshProgress": 0,
+        "scrapy_fresh.webhook.WebhookDelivery": 0,
     },
 }
 
@@ -66,6 +70,11 @@ def test_addon_stack_equals_manual_stack() -> None:
     assert scheduler is FreshScheduler
     assert FreshDownloaderMiddleware in downloader
     assert FreshSpiderMiddleware in spider
+    spider_names = [c.__name__ for c in spider]
+    # Below HttpErrorMiddleware (50): sees the output of a 404 whatever became of it.
+    assert (
+        spider_names.index("PageGoneMiddleware") == spider_names.index("HttpErrorMiddleware") - 1
+    )
     assert pipelines == [FreshItemPipeline]
     names = [c.__name__ for c in downloader]
     # Between UserAgentMiddleware (500) and RetryMiddleware (550): sees final answers only.

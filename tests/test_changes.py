@@ -126,6 +126,13 @@ def test_text_diff_is_none_for_short_or_non_text_values() -> None:
             {"FRESH_ITEM_KEY_FIELD": "sku", "FRESH_FIELD_RULES": {"sku": {"fuzzy_bits": 2}}},
             "compared exactly",
         ),
+        ({"FRESH_WEBHOOK_URL": "ftp://x"}, "FRESH_WEBHOOK_URL .* http:// or https://"),
+        ({"FRESH_WEBHOOK_URL": "http://127.0.0.1:9/"}, "FRESH_WEBHOOK_SECRET must be set"),
+        (
+            {"FRESH_WEBHOOK_BACKOFF_SECS": 10, "FRESH_WEBHOOK_MAX_BACKOFF_SECS": 5},
+            "FRESH_WEBHOOK_MAX_BACKOFF_SECS",
+        ),
+        ({"FRESH_WEBHOOK_OUTBOX": "out/%(name)s.sqlite"}, "FRESH_WEBHOOK_OUTBOX"),
     ],
 )
 def test_bad_change_settings_fail_at_start_up_naming_the_setting(

@@ -330,3 +330,65 @@ def test_webhook_outbox_survives_a_killed_crawl(tmp_path: Path) -> None:
     assert any(d["attempt"] > 1 for d in receiver.deliveries)  # tried while it was down
     with sqlite3.connect(outbox) as conn:
         assert conn.execute("SELECT count(*) FROM outbox").fetchone()[0] == 0
+
+
+def test_previous_values_with_the_redis_store(tmp_path: Path, module_prefix: str) -> None:
+    """The kept items live in the shared Redis store as in SQLite (two cycles)."""
+    from tests.redis_helpers import SHARED_URL
+
+    root = tmp_path / "site"
+    write_shop(root, PRODUCTS, [1, 2, 3, 4])
+    with Nginx(root, tmp_path / "nginx") as server:
+        settings = {
+            "ADDONS": {"scrapy_fresh.Addon": 0},
+            "FRESH_STORE": "redis",
+            "REDIS_URL": SHARED_URL,
+            "FRESH_REDIS_KEY": module_prefix,
+            "FRESH_VISIT_LOG": str(tmp_path / "visits.jsonl"),
+            "FRESH_KEEP_ITEMS": True,
+            "FRESH_ITEM_KEY_FIELD": "sku",
+        }
+        config = {"spider": "prices", "start": [server.url("/catalog.html")], "settings": settings}
+        run_crawl(config, tmp_path / "c1").check()
+        edited = {**PRODUCTS, 2: ("Teapot", "36.00", PRODUCTS[2][2].replace("blue", "red"))}
+        write_shop(root, edited, [2, 1, 3, 4])
+        second = run_crawl({**config, "clock_offset": ALL_DUE_OFFSET}, tmp_path / "c2")
+    second.check()
+    [teapot] = [i for i in second.items if i.get("page") == "product" and i["sku"] == "sku-2"]
+    assert teapot["fresh_changed_fields"] == ["price", "description"]
+    assert teapot["fresh_previous"] == {"price": "35.00", "description": PRODUCTS[2][2]}
+    assert (
+        "+It is made of stoneware and glazed in a deep red." in teapot["fresh_diff"]["description"]
+    )
+    rows = {i["sku"]: i for i in second.items if i.get("page") == "catalog"}
+    assert rows["sku-2"]["fresh_previous"] == {"price": "35.00"}
+    assert rows["sku-1"]["fresh_changed"] is False  # moved, not changed
+
+
+def test_page_gone_with_an_errback_spider(tmp_path: Path) -> None:
+    """Requests with an errback: HttpErrorMiddleware hands the errback the 404, and the
+    PageGone item still follows, next to the errback's own item."""
+    from tests.nginx_support import make_small_site
+
+    root = tmp_path / "site"
+    root.mkdir()
+    with Nginx(root, tmp_path / "nginx") as server:
+        make_small_site(root, server.url("").rstrip("/"), count=4, missing=2)
+        settings = {
+            "ADDONS": {"scrapy_fresh.Addon": 0},
+            "FRESH_SQLITE_PATH": str(tmp_path / "state.sqlite"),
+            "FRESH_VISIT_LOG": str(tmp_path / "visits.jsonl"),
+        }
+        config = {"spider": "kwargs", "start": [server.url("/index.html")], "settings": settings}
+        crawls = []
+        for n in range(2):
+            crawl = run_crawl({**config, "clock_offset": n * ALL_DUE_OFFSET}, tmp_path / f"c{n}")
+            crawl.check()
+            crawls.append(crawl)
+    gone = [[i for i in c.items if "reason" in i] for c in crawls]
+    errback_items = [[i for i in c.items if i.get("error") == "HttpError"] for c in crawls]
+    assert errback_items[0], "the errback got the 404s"
+    assert gone[0] == []  # a first 404
+    assert sorted(i["url"].rsplit("/", 1)[-1] for i in gone[1]) == ["m0.html", "m1.html"]
+    assert {(i["status"], i["reason"], i["last_seen"]) for i in gone[1]} == {(404, "gone", None)}
+    assert crawls[1].stat("fresh/gone_items") == 2

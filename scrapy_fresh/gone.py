@@ -13,6 +13,7 @@ its callback's output.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
 
 __all__ = ["PageGoneMiddleware"]
 
+logger = logging.getLogger(__name__)
+
 
 class PageGoneMiddleware:
     """Spider middleware: yield a :class:`~scrapy_fresh.items.PageGone` after the response
@@ -51,6 +54,7 @@ class PageGoneMiddleware:
         #: Items of pages that became gone, by key, until their response comes by.
         self.pending: dict[str, PageGone] = {}
         crawler.signals.connect(self._opened, signal=signals.spider_opened)
+        crawler.signals.connect(self._closed, signal=signals.spider_closed)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -62,6 +66,17 @@ class PageGoneMiddleware:
         self.runtime = runtime = FreshRuntime.of(self.crawler)
         if runtime.config.changes.gone_items:  # (validated now, with every setting)
             runtime.outcome_listeners.append(self._visited)
+
+    def _closed(self) -> None:
+        if self.pending:  # their answers never reached the spider middlewares
+            logger.warning(
+                "scrapy_fresh: %(n)d pages became gone but their PageGone items could not "
+                "be sent (their responses were dropped before the spider): %(urls)s",
+                {
+                    "n": len(self.pending),
+                    "urls": ", ".join(i["url"] for i in self.pending.values()),
+                },
+            )
 
     def _visited(
         self, state: PageState, outcome: Outcome, now: float, headers: Mapping[str, str | None]

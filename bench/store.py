@@ -9,7 +9,11 @@ the public ``put_many`` API, then measures:
   of the table and each index (SQLite's ``dbstat``);
 * ``due(now, 10_000)``: cold (new connection, the file dropped from the OS page cache
   with ``posix_fadvise(DONTNEED)``) and warm (repeated);
-* ``get()`` latency for random keys, and ``next_due_time()`` / ``counts()``.
+* ``get()`` latency for random keys, and ``next_due_time()`` / ``counts()``;
+* the cost of :setting:`FRESH_KEEP_ITEMS` (:func:`keep_items_cost`): bytes per record on
+  disk of records that keep their items against the same records without, for product
+  pages (one item, a description of 300-1,500 characters) and listing pages (20 rows),
+  and the ``put_many`` time as a ratio of the time without.
 
 The records look like a crawl of ``--hosts`` hosts (Zipf-like sizes): URLs of 60-90
 characters, small request JSON, validators for visited pages, a few past updates for
@@ -21,6 +25,7 @@ Usage::
 
     python bench/store.py                      # 10M records, database in bench/out/
     python bench/store.py --records 1000000 --keep
+    python bench/store.py --keep-items-only           # FRESH_KEEP_ITEMS cost alone
 
 Prints a markdown table on stdout; progress goes to stderr.
 """
@@ -31,6 +36,7 @@ import argparse
 import gc
 import hashlib
 import itertools
+import math
 import multiprocessing
 import os
 import platform
@@ -44,6 +50,8 @@ from collections import deque
 from multiprocessing.pool import AsyncResult
 from pathlib import Path
 
+from scrapy_fresh.changes.compare import pack_items
+from scrapy_fresh.fingerprint.itemfields import item_hashes
 from scrapy_fresh.store.base import PageState, Provider, Status
 from scrapy_fresh.store.sqlite import SQLiteStore
 
@@ -387,6 +395,76 @@ def run(args: argparse.Namespace) -> list[tuple[str, str]]:
     return results
 
 
+def _product(rng: random.Random, n: int) -> dict[str, object]:
+    words = [rng.choice(_SLUG) for _ in range(rng.randint(50, 250))]
+    return {
+        "sku": f"SKU-{n:08d}",
+        "name": " ".join(rng.choice(_SLUG) for _ in range(4)).title(),
+        "price": f"{rng.uniform(1, 500):.2f}",
+        "stock": rng.randint(0, 200),
+        "description": " ".join(words)[:1500] + ".",
+    }
+
+
+def _items_page(rng: random.Random, i: int) -> list[dict[str, object]]:
+    """A product page (one item with a description) or, one page in five, a listing of
+    20 rows (sku, price)."""
+    if i % 5:
+        return [_product(rng, i)]
+    return [{"sku": f"SKU-{i * 100 + k:08d}", "price": f"{rng.uniform(1, 500):.2f}"}
+            for k in range(20)]  # fmt: skip
+
+
+def keep_items_cost(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """Bytes per record and write time of records with and without their kept items."""
+    n = args.keep_items_records
+    hosts = make_hosts(100)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    sizes: dict[bool, float] = {}
+    times: dict[bool, float] = {False: math.inf, True: math.inf}
+    blobs: list[int] = []
+    for keep in (False, True, False, True, False, True):  # best of 3 each, interleaved
+        path = out / f"keep-items-{int(keep)}.sqlite"
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+        gen = RecordMaker(hosts, seed=3)
+        rng = random.Random(4)
+        records = []
+        for i in range(n):
+            state = gen.record(i)
+            items = _items_page(rng, i)
+            state.field_hashes = [item_hashes(item, None, {}) for item in items]
+            if keep:
+                state.kept_items = pack_items(items, [list(x) for x in items], 65536)
+                assert state.kept_items is not None
+                if len(blobs) < n:
+                    blobs.append(len(state.kept_items))
+            records.append(state)
+        store = SQLiteStore(path, **args.options)
+        t0 = time.perf_counter()
+        for start in range(0, n, args.batch):
+            store.put_many(records[start : start + args.batch])
+        store.flush()
+        times[keep] = min(times[keep], time.perf_counter() - t0)
+        store.close()
+        with sqlite3.connect(path) as conn:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            conn.execute("VACUUM")
+        sizes[keep] = path.stat().st_size / n
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+    return [
+        (f"FRESH_KEEP_ITEMS: bytes per record on disk, {n:,} records, items kept",
+         (f"{sizes[True]:,.0f} B (without: {sizes[False]:,.0f} B, "
+          f"+{sizes[True] - sizes[False]:,.0f} B)")),
+        ("FRESH_KEEP_ITEMS: kept items per record, compressed (median / p90)",
+         f"{statistics.median(blobs):,.0f} B / {sorted(blobs)[int(len(blobs) * 0.9)]:,.0f} B"),
+        ("FRESH_KEEP_ITEMS: put_many time, ratio to the same records without",
+         f"{times[True] / times[False]:.2f}x"),
+    ]  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=10_000_000, help="records to build")
@@ -403,6 +481,13 @@ def main() -> None:
         metavar="NAME=VALUE",
         help="SQLiteStore(pragmas={NAME: VALUE}), repeatable",
     )
+    parser.add_argument(
+        "--keep-items-records", type=int, default=20_000,
+        help="records of the FRESH_KEEP_ITEMS measure",
+    )  # fmt: skip
+    parser.add_argument(
+        "--keep-items-only", action="store_true", help="measure FRESH_KEEP_ITEMS only"
+    )
     args = parser.parse_args()
     args.options = {}
     if args.cache_size_kib is not None:
@@ -411,7 +496,8 @@ def main() -> None:
         args.options["synchronous"] = args.synchronous
     if args.pragma:
         args.options["pragmas"] = dict(p.split("=", 1) for p in args.pragma)
-    results = run(args)
+    results = [] if args.keep_items_only else run(args)
+    results += keep_items_cost(args)
     options = ", ".join(f"{k}={v!r}" for k, v in args.options.items()) or "defaults"
     print(
         f"SQLite store benchmark: Python {platform.python_version()}, SQLite "

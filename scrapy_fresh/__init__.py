@@ -31,6 +31,7 @@ _PUBLIC = {
     "FreshProviderMiddleware": "scrapy_fresh.crawl.provider_middleware",
     "FreshItemPipeline": "scrapy_fresh.crawl.pipelines",
     "NotModified": "scrapy_fresh.crawl.middlewares",
+    "PageGone": "scrapy_fresh.crawl.items",
     "FreshConfig": "scrapy_fresh.config",
     "Outcome": "scrapy_fresh.outcome",
     "PageState": "scrapy_fresh.store.base",
@@ -56,6 +57,7 @@ __all__ = [
     "FreshSpiderMiddleware",
     "NotModified",
     "Outcome",
+    "PageGone",
     "PageState",
     "Provider",
     "SchemaVersionError",
@@ -69,6 +71,7 @@ __all__ = [
 if TYPE_CHECKING:
     from scrapy_fresh.config import FreshConfig
     from scrapy_fresh.crawl.addon import Addon
+    from scrapy_fresh.crawl.items import PageGone
     from scrapy_fresh.crawl.middlewares import (
         FreshDownloaderMiddleware,
         FreshSpiderMiddleware,

@@ -14,9 +14,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from scrapy_fresh import default_settings
+from scrapy_fresh.changes.compare import ChangeConfig
 from scrapy_fresh.exceptions import ConfigError
 from scrapy_fresh.fingerprint.content import DEFAULT_RULES, ContentRules
-from scrapy_fresh.fingerprint.itemfields import FieldRule, parse_field_rules, parse_fields
+from scrapy_fresh.fingerprint.itemfields import (
+    FIELD_PREFIX,
+    FieldRule,
+    parse_field_rules,
+    parse_fields,
+)
 from scrapy_fresh.frontier.revisit import RevisitPolicy
 from scrapy_fresh.frontier.scoring import SCORE_RULES, ScoreParams
 from scrapy_fresh.policy.refresh import decay_for_half_life
@@ -31,6 +37,7 @@ __all__ = [
     "MODES",
     "STORES",
     "FreshConfig",
+    "change_config",
     "flag",
     "parse_provider",
     "pc_decay",
@@ -85,6 +92,19 @@ def flag(settings: BaseSettings, name: str) -> bool:
     if word in _TRUE or word in _FALSE:
         return word in _TRUE
     raise ConfigError(f"{name} ({raw!r}) must be True or False (or 1/0, 'true'/'false').")
+
+
+def _spider_path(settings: BaseSettings, name: str) -> str:
+    """A file path setting in which %(spider)s is the only placeholder."""
+    path = _setting(settings, name)
+    if not isinstance(path, str) or not path.strip():
+        raise ConfigError(f"{name} ({path!r}) must be a non-empty path.")
+    if _SPIDER_TEMPLATE.fullmatch(path) is None:
+        raise ConfigError(
+            f"{name} ({path!r}) must be a path in which %(spider)s (the spider's name) is "
+            "the only placeholder; write a literal % as %%."
+        )
+    return path.strip()
 
 
 def _store(settings: BaseSettings) -> str:
@@ -249,6 +269,7 @@ class FreshConfig:
     schedule_rules: ScheduleRules = NO_RULES
     prometheus_port: int = default_settings.FRESH_PROMETHEUS_PORT
     prometheus_address: str = default_settings.FRESH_PROMETHEUS_ADDRESS
+    changes: ChangeConfig = field(default_factory=ChangeConfig)
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> FreshConfig:
@@ -285,7 +306,10 @@ class FreshConfig:
         field_rules = parse_field_rules(
             _setting(settings, "FRESH_FIELD_RULES"), "FRESH_FIELD_RULES"
         )
+        changes = change_config(settings)
+        changes.check_rules(fp_fields, field_rules)
         config = cls(
+            changes=changes,
             enabled=flag(settings, "FRESH_ENABLED"),
             store=store,
             sqlite_path=sqlite_path,
@@ -445,3 +469,58 @@ def pc_decay(half_life_visits: float) -> float:
     """The factor record_visit keeps of old counts per visit, from
     :setting:`FRESH_PC_HALF_LIFE_VISITS`; 0 means no fading (plain changes / visits)."""
     return 1.0 if half_life_visits <= 0 else decay_for_half_life(half_life_visits)
+
+
+def change_config(settings: BaseSettings) -> ChangeConfig:
+    """Read and validate the change settings; a bad value raises ConfigError naming it."""
+    key = _setting(settings, "FRESH_ITEM_KEY_FIELD")
+    if key is not None and (not isinstance(key, str) or not key.strip()):
+        raise ConfigError(
+            f"FRESH_ITEM_KEY_FIELD ({key!r}) must be None (items matched by position) "
+            "or the name of an item field that identifies an item, e.g. 'sku'."
+        )
+    if isinstance(key, str) and key.strip().startswith(FIELD_PREFIX):
+        raise ConfigError(
+            f"FRESH_ITEM_KEY_FIELD ({key!r}) names a field of scrapy_fresh's own "
+            f"(they start with {FIELD_PREFIX!r}); name a field of your items."
+        )
+    texts = {}
+    for name in ("FRESH_WEBHOOK_URL", "FRESH_WEBHOOK_SECRET"):
+        value = _setting(settings, name)
+        if not isinstance(value, str):
+            raise ConfigError(f"{name} ({value!r}) must be a string, or '' for none.")
+        texts[name] = value.strip()
+    url = texts["FRESH_WEBHOOK_URL"]
+    if url and not url.startswith(("http://", "https://")):
+        raise ConfigError(f"FRESH_WEBHOOK_URL ({url!r}) must be an http:// or https:// URL.")
+    if url and not texts["FRESH_WEBHOOK_SECRET"]:
+        raise ConfigError(
+            "FRESH_WEBHOOK_SECRET must be set (a non-empty string) when FRESH_WEBHOOK_URL "
+            "is: every delivery is signed with it."
+        )
+    config = ChangeConfig(
+        keep_items=flag(settings, "FRESH_KEEP_ITEMS"),
+        keep_items_max_bytes=_integer(settings, "FRESH_KEEP_ITEMS_MAX_BYTES", low=1),
+        item_key_field=key.strip() if isinstance(key, str) else None,
+        diff_min_chars=_integer(settings, "FRESH_DIFF_MIN_CHARS", low=1),
+        gone_items=flag(settings, "FRESH_GONE_ITEMS"),
+        webhook_url=url,
+        webhook_secret=texts["FRESH_WEBHOOK_SECRET"],
+        webhook_outbox=_spider_path(settings, "FRESH_WEBHOOK_OUTBOX"),
+        webhook_backoff_secs=_number(
+            settings, "FRESH_WEBHOOK_BACKOFF_SECS", low=0.0, low_open=True
+        ),
+        webhook_max_backoff_secs=_number(
+            settings, "FRESH_WEBHOOK_MAX_BACKOFF_SECS", low=0.0, low_open=True
+        ),
+        webhook_timeout_secs=_number(
+            settings, "FRESH_WEBHOOK_TIMEOUT_SECS", low=0.0, low_open=True
+        ),
+        webhook_close_wait_secs=_number(settings, "FRESH_WEBHOOK_CLOSE_WAIT_SECS", low=0.0),
+    )
+    if config.webhook_max_backoff_secs < config.webhook_backoff_secs:
+        raise ConfigError(
+            f"FRESH_WEBHOOK_MAX_BACKOFF_SECS ({config.webhook_max_backoff_secs!r}) must "
+            f"not be lower than FRESH_WEBHOOK_BACKOFF_SECS ({config.webhook_backoff_secs!r})."
+        )
+    return config

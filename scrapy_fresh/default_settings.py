@@ -127,3 +127,30 @@ FRESH_TRUST_THRESHOLD = 0.5
 FRESH_STORE = "sqlite"
 #: JSON-lines log of every visit and download (for ``scrapy-fresh report``); "" turns it off.
 FRESH_VISIT_LOG = "fresh/visits.jsonl"
+
+# -- change output (scrapy_fresh.changes.compare, scrapy_fresh.crawl.gone, scrapy_fresh.crawl.webhook) ------
+#: Keep the counted fields of a page's items with its record (compressed), so that a
+#: changed item gets fresh_previous and fresh_diff.
+FRESH_KEEP_ITEMS = False
+#: Most bytes (compressed) kept per page; a page whose items need more keeps none.
+FRESH_KEEP_ITEMS_MAX_BYTES = 65536
+#: Item field that identifies an item on its page (e.g. "sku"); None: by position.
+FRESH_ITEM_KEY_FIELD: str | None = None
+#: Text fields of at least this many characters get a unified diff in fresh_diff.
+FRESH_DIFF_MIN_CHARS = 200
+#: Send a PageGone item through the item pipelines when a page becomes gone.
+FRESH_GONE_ITEMS = True
+#: URL the webhook extension POSTs each change to; "" turns it off.
+FRESH_WEBHOOK_URL = ""
+#: Secret of the HMAC-SHA256 signature of each delivery (X-Fresh-Signature).
+FRESH_WEBHOOK_SECRET = ""
+#: SQLite outbox of deliveries not acknowledged yet (relative: under .scrapy/).
+FRESH_WEBHOOK_OUTBOX = "fresh/webhook-%(spider)s.sqlite"
+#: First wait after a failed delivery; doubled per failure up to FRESH_WEBHOOK_MAX_BACKOFF_SECS.
+FRESH_WEBHOOK_BACKOFF_SECS = 1.0
+#: Longest wait between two attempts of one delivery.
+FRESH_WEBHOOK_MAX_BACKOFF_SECS = 300.0
+#: Seconds one POST may take.
+FRESH_WEBHOOK_TIMEOUT_SECS = 10.0
+#: Seconds the crawl waits at its end for the outbox to empty (the rest goes next run).
+FRESH_WEBHOOK_CLOSE_WAIT_SECS = 10.0

@@ -22,7 +22,10 @@ from urllib.parse import urlsplit
 from scrapy_fresh.providers.ledger import is_ledger_site
 from scrapy_fresh.store.base import PageState, SiteState, Status
 
-__all__ = ["OUTCOMES", "build_report", "load_visit_log"]
+__all__ = ["LATEST_CHANGES", "OUTCOMES", "build_report", "is_host", "load_visit_log"]
+
+#: Changes the report lists, newest first.
+LATEST_CHANGES = 50
 
 OUTCOMES = ("new", "changed", "unchanged", "not_modified", "gone", "error", "blocked")
 _SYNCS = frozenset({"new", "changed", "unchanged", "not_modified"})
@@ -47,6 +50,38 @@ def load_visit_log(path: str | Path) -> tuple[list[dict[str, Any]], int]:
                 bad += 1
     events.sort(key=lambda e: e["t"])
     return events, bad
+
+
+def is_host(name: str) -> bool:
+    """Whether a site record is a real host's: scrapy_fresh's own records (the cycle's
+    ``run/``, the signal ledger's ``trust/`` and ``quiet/``) have a ``/`` in their name,
+    which no host has.
+
+    >>> is_host("example.com:8080"), is_host("run/cycle"), is_host("trust/feed/a.com")
+    (True, False, False)
+    """
+    return "/" not in name and not is_ledger_site(name)
+
+
+def _latest_changes(events: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    """The latest changes of the log (as the change feed gives them), newest first, with
+    what the log kept of their items (previous values, diffs)."""
+    from scrapy_fresh.changes.feed import change_event, kind_of
+
+    out: list[dict[str, Any]] = []
+    for e in reversed(events):
+        kind = kind_of(e)
+        if kind is None:
+            continue
+        event = change_event(
+            kind, float(e["t"]), str(e.get("url")), str(e.get("key")), str(e.get("host", "")),
+            e.get("fields") or (), e.get("last_crawl"),
+        )  # fmt: skip
+        event["items"] = e.get("items") or []
+        out.append(event)
+        if len(out) >= limit:
+            break
+    return out
 
 
 def _runs(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -231,8 +266,17 @@ def build_report(
                 "refresh_secs": s.refresh_secs,
             }
             for s in sites
-            if not is_ledger_site(s.host)
+            if is_host(s.host)
         ],
+        "changes": _latest_changes(events, LATEST_CHANGES),
+        "gone": sorted(
+            (
+                {"url": s.url, "host": s.host, "last_seen": s.last_crawl}
+                for s in by_url.values()
+                if s.status is Status.GONE
+            ),
+            key=lambda g: g["url"],
+        ),
         "estimated_freshness": _estimated_freshness(events, by_url, start, end)
         if end > start
         else [],

@@ -183,7 +183,35 @@ class KwargsSpider(LocalSpider):
         }
 
 
+class PriceSpider(LocalSpider):
+    """A price watcher: the catalog (``catalog.html``) yields one item per product row
+    and a request per product page; a product page yields its product."""
+
+    name = "realsite_prices"
+
+    def parse(self, response: Any) -> Any:
+        for row in response.css("tr.product"):
+            yield {
+                "sku": row.attrib["data-sku"],
+                "price": row.css("td.price::text").get(""),
+                "page": "catalog",
+            }
+        for href in response.css("a::attr(href)").getall():
+            yield response.follow(href, callback=self.parse_product)
+
+    def parse_product(self, response: Any) -> Any:
+        yield {
+            "url": response.url,
+            "sku": response.css("article::attr(data-sku)").get(),
+            "name": response.css("h1::text").get(""),
+            "price": response.css("span.price::text").get(""),
+            "description": response.css("p.description::text").get(""),
+            "page": "product",
+        }
+
+
 SPIDERS: dict[str, type[Spider]] = {
+    "prices": PriceSpider,
     "links": LinkSpider,
     "rules": RulesSpider,
     "sitemap": MapSpider,

@@ -237,6 +237,24 @@ class StoreContract:
                 value, [{"price": value, "stock": 1}, {}]
             )  # fmt: skip
 
+    @pytest.mark.parametrize("kept", [None, b"", bytes(range(256)) * 40])
+    def test_kept_items_come_back_byte_for_byte(
+        self, store: StateStore, kept: bytes | None
+    ) -> None:
+        state = page(5, kept_items=kept, visits=1, last_crawl=10.0)
+        store.put(state)
+        for read in (store.get(state.key), store.get_many([state.key])[state.key],
+                     next(iter(store.iterate()))):  # fmt: skip
+            assert read is not None
+            assert read.kept_items == kept
+        assert PageState.from_dict(state.to_dict()).kept_items == kept
+
+    def test_kept_items_of_another_type_are_refused(self, store: StateStore) -> None:
+        state = page(6)
+        state.kept_items = "text"  # type: ignore[assignment]
+        with pytest.raises(TypeError, match="kept_items"):
+            store.put(state)
+
     @pytest.mark.parametrize(
         "url",
         [

@@ -34,11 +34,16 @@ MANUAL = {
         "scrapy_fresh.crawl.middlewares.FreshDownloaderMiddleware": 540,
         "scrapy_fresh.crawl.provider_middleware.FreshProviderMiddleware": 535,
     },
-    "SPIDER_MIDDLEWARES": {"scrapy_fresh.crawl.middlewares.FreshSpiderMiddleware": 40},
+    "SPIDER_MIDDLEWARES": {
+        "scrapy_fresh.crawl.middlewares.FreshSpiderMiddleware": 40,
+        "scrapy_fresh.crawl.gone.PageGoneMiddleware": 45,
+    },
     "ITEM_PIPELINES": {"scrapy_fresh.crawl.pipelines.FreshItemPipeline": 100},
     "EXTENSIONS": {
         "scrapy_fresh.crawl.visitlog.VisitLog": 0,
         "scrapy_fresh.crawl.progress.FreshProgress": 0,
+        "scrapy_fresh.crawl.prometheus.FreshPrometheus": 0,
+        "scrapy_fresh.crawl.webhook.WebhookDelivery": 0,
     },
 }
 
@@ -67,6 +72,11 @@ def test_addon_stack_equals_manual_stack() -> None:
     assert scheduler is FreshScheduler
     assert FreshDownloaderMiddleware in downloader
     assert FreshSpiderMiddleware in spider
+    spider_names = [c.__name__ for c in spider]
+    # Below HttpErrorMiddleware (50): sees the output of a 404 whatever became of it.
+    assert (
+        spider_names.index("PageGoneMiddleware") == spider_names.index("HttpErrorMiddleware") - 1
+    )
     assert pipelines == [FreshItemPipeline]
     names = [c.__name__ for c in downloader]
     # Between UserAgentMiddleware (500) and RetryMiddleware (550): sees final answers only.

@@ -11,8 +11,9 @@ from scrapy.settings import Settings
 
 from scrapy_fresh.config import FreshConfig
 from scrapy_fresh.exceptions import ConfigError
-from scrapy_fresh.frontier.revisit import Outcome, RevisitPolicy, record_visit
+from scrapy_fresh.frontier.revisit import RevisitPolicy, record_visit
 from scrapy_fresh.keys import url_key
+from scrapy_fresh.outcome import Outcome
 from scrapy_fresh.policy.schedule import ScheduleRules, parse_duration
 from scrapy_fresh.store.base import PageState, Status
 

@@ -376,12 +376,13 @@ def test_version_1_file_is_migrated_and_keeps_its_sites(tmp_path: Path) -> None:
         store.put(page(1))
         store.put_site(SiteState("example.com", visits=4, p_c=0.5))
     conn = raw(path)  # make it a version 1 file: sites without the checks column
-    conn.execute("DROP VIEW pages_view")  # (and pages without the columns of version 3)
+    conn.execute("DROP VIEW pages_view")  # (and pages without the columns of versions 3, 5)
     conn.execute("DROP TABLE blocked_hosts")  # (nor the table of version 4)
     for table, column in (
         ("sites", "checks"),
         ("pages", "field_hashes"),
         ("pages", "content_hash"),
+        ("pages", "kept_items"),
     ):
         conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
     conn.execute("PRAGMA user_version = 1")
@@ -396,7 +397,7 @@ def test_version_1_file_is_migrated_and_keeps_its_sites(tmp_path: Path) -> None:
         assert len(store) == 1
         assert store.block_host("example.com", 1.0)  # version 4's table is there
     conn = raw(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
     conn.close()
 
 
@@ -431,7 +432,7 @@ def test_version_2_file_written_by_the_previous_code_is_migrated(tmp_path: Path)
         assert again == got
         assert [s.url for s in store.due(1_700_100_000.0, 10)] == ["https://shop.example/p/2"]
     conn = raw(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
     assert conn.execute("SELECT count(*) FROM blocked_hosts").fetchone() == (0,)
     view = conn.execute("SELECT field_hashes, content_hash FROM pages_view WHERE visits = 4")
     assert view.fetchone() == ('[{"price":18446744073709551615,"stock":5}]', "8000000000000000")
@@ -456,6 +457,35 @@ def test_version_3_file_gets_the_blocked_hosts_table(tmp_path: Path) -> None:
         assert (got.visits, got.next_due) == (2, 1_700_000_100.0)
     with SQLiteStore(path) as store:
         assert store.blocked_hosts() == {"shop.example": 5.0}
+
+
+#: Another version 3 store (the same code): two pages of shop.example (one visited,
+#: with field hashes) and its site.
+V3_ITEMS_FILE = Path(__file__).parent / "data" / "store-v3-items.sqlite"
+
+
+def test_version_3_file_is_migrated_and_keeps_items_afterwards(tmp_path: Path) -> None:
+    path = tmp_path / "fresh.sqlite"
+    path.write_bytes(V3_ITEMS_FILE.read_bytes())
     conn = raw(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+    conn.close()
+    key = url_key("https://shop.example/p/1")
+    with SQLiteStore(path) as store:
+        got = store.get(key)
+        assert got is not None
+        assert (got.visits, got.field_hashes, got.kept_items) == (
+            2,
+            [{"price": 7, "name": 9}],
+            None,
+        )
+        got.visits, got.last_crawl = 3, 1_700_100_000.0
+        got.kept_items = b"x\x9c\x00\xff compressed"
+        store.put(got)
+    with SQLiteStore(path) as store:
+        again = store.get(key)
+        assert again == got
+        assert len(store) == 2
+    conn = raw(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     conn.close()

@@ -61,6 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 register("demo-site", "demo_site")
 register("status", "status")
 register("report", "report")
+register("changes", "changes")
 register("simulate", "simulate")
 register("simulate-experiments", "simulate_experiments")
 register("notify", "notify")

@@ -261,6 +261,70 @@ def summary_lines(data: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _changes_html(changes: list[dict[str, Any]]) -> str:
+    """The latest changes: time, kind, page, changed fields, previous values and diffs."""
+    if not changes:
+        return "<h2>Latest changes</h2><p>None logged.</p>"
+    rows = []
+    for c in changes:
+        details = "".join(
+            "<pre>"
+            + html.escape(
+                "\n".join(
+                    [f"{k}: was {v!r}" for k, v in item["previous"].items()]
+                    + list(item["diff"].values())
+                )
+            )
+            + "</pre>"
+            for item in c.get("items", [])
+        )
+        what = ", ".join(c.get("fields", ())) if c["kind"] != "gone" else ""
+        rows.append(
+            f"<tr><td class='l'>{html.escape(str(c['time']))}</td><td>{c['kind']}</td>"
+            f"<td class='l'>{html.escape(c['url'])}</td><td class='l'>{html.escape(what)}</td>"
+            f"<td class='l'>{details}</td></tr>"
+        )
+    return (
+        f"<h2>Latest changes</h2><p>The {len(changes)} latest, newest first "
+        "(previous values and diffs with FRESH_KEEP_ITEMS).</p><table><tr><th>time</th>"
+        "<th>kind</th><th>page</th><th>changed fields</th><th>what changed</th></tr>"
+        + "".join(rows)
+        + "</table>"
+    )
+
+
+def _gone_html(gone: list[dict[str, Any]]) -> str:
+    if not gone:
+        return "<h2>Gone pages</h2><p>None.</p>"
+    rows = "".join(
+        f"<tr><td class='l'>{html.escape(g['url'])}</td><td>{_when(g['last_seen'])}</td></tr>"
+        for g in gone
+    )
+    return (
+        f"<h2>Gone pages</h2><p>{len(gone)} pages answer 404 or 410.</p><table><tr>"
+        f"<th>page</th><th>last seen</th></tr>{rows}</table>"
+    )
+
+
+def _when(t: float | None) -> str:
+    if t is None:
+        return "never"
+    return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _hosts_html(sites: list[dict[str, Any]]) -> str:
+    rows = "".join(
+        f"<tr><td class='l'>{html.escape(s['host'])}</td><td>{s['visits']}</td>"
+        f"<td>{s['changes']}</td><td>{_fmt(s['p_c'])}</td>"
+        f"<td>{_fmt(s['refresh_secs'] and s['refresh_secs'] / 3600)}</td></tr>"
+        for s in sorted(sites, key=lambda s: -s["visits"])
+    )
+    return (
+        "<h2>Hosts</h2><table><tr><th>host</th><th>visits</th><th>changes</th><th>p_c</th>"
+        f"<th>refresh time of new pages (h)</th></tr>{rows}</table>"
+    )
+
+
 def render_html(data: dict[str, Any], images: list[tuple[str, str]], source: str) -> str:
     made = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     rows = "".join(f"<li>{html.escape(line)}</li>" for line in summary_lines(data))
@@ -276,16 +340,20 @@ def render_html(data: dict[str, Any], images: list[tuple[str, str]], source: str
         for i, r in enumerate(data["runs"])
     )
     head = "".join(f"<th>{o}</th>" for o in _COLORS)
+    changes = _changes_html(data.get("changes", []))
+    hosts = _hosts_html(data["sites"])
+    gone = _gone_html(data.get("gone", []))
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'><title>scrapy_fresh report</title>"
         "<style>body{font-family:sans-serif;max-width:60em;margin:auto}"
         "figure{margin:1.5em 0}figcaption{font-weight:bold}img{max-width:100%}"
         "table{border-collapse:collapse;font-size:small}td,th{border:1px solid #ccc;"
-        "padding:2px 6px;text-align:right}</style></head><body>"
+        "padding:2px 6px;text-align:right}td.l{text-align:left}"
+        "pre{margin:0;font-size:x-small;white-space:pre-wrap}</style></head><body>"
         f"<h1>scrapy_fresh report</h1><p>{html.escape(source)}; made {made}.</p>"
         f"<ul>{rows}</ul>{figures}<h2>Runs</h2><table><tr><th>run</th><th>spider</th>{head}"
         f"<th>requests</th><th>bytes</th><th>plain re-crawl bytes (est.)</th></tr>{run_rows}"
-        "</table></body></html>"
+        f"</table>{changes}{gone}{hosts}</body></html>"
     )
 
 

@@ -7,12 +7,16 @@ It is the same as setting, by hand::
         "scrapy_fresh.crawl.middlewares.FreshDownloaderMiddleware": 540,
         "scrapy_fresh.crawl.provider_middleware.FreshProviderMiddleware": 535,
     }
-    SPIDER_MIDDLEWARES = {"scrapy_fresh.crawl.middlewares.FreshSpiderMiddleware": 40}
+    SPIDER_MIDDLEWARES = {
+        "scrapy_fresh.crawl.middlewares.FreshSpiderMiddleware": 40,
+        "scrapy_fresh.crawl.gone.PageGoneMiddleware": 45,
+    }
     ITEM_PIPELINES = {"scrapy_fresh.crawl.pipelines.FreshItemPipeline": 100}
     EXTENSIONS = {
         "scrapy_fresh.crawl.visitlog.VisitLog": 0,
         "scrapy_fresh.crawl.progress.FreshProgress": 0,
         "scrapy_fresh.crawl.prometheus.FreshPrometheus": 0,
+        "scrapy_fresh.crawl.webhook.WebhookDelivery": 0,
     }
 """
 
@@ -59,6 +63,11 @@ EXTRA_COMPONENTS = [
     ("EXTENSIONS", "scrapy_fresh.crawl.progress.FreshProgress", 0),
     # The Prometheus endpoint of continuous mode (off when FRESH_PROMETHEUS_PORT is 0).
     ("EXTENSIONS", "scrapy_fresh.crawl.prometheus.FreshPrometheus", 0),
+    # PageGone items: below HttpErrorMiddleware (50), so that it sees the output of a
+    # gone page's response whatever became of the HttpError (off: FRESH_GONE_ITEMS False).
+    ("SPIDER_MIDDLEWARES", "scrapy_fresh.crawl.gone.PageGoneMiddleware", 45),
+    # Webhook delivery of changes (off unless FRESH_WEBHOOK_URL is set).
+    ("EXTENSIONS", "scrapy_fresh.crawl.webhook.WebhookDelivery", 0),
 ]
 
 

@@ -26,6 +26,7 @@ from scrapy import Request
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http.request import NO_CALLBACK
 
+from scrapy_fresh.changes.items import annotate, kept_items
 from scrapy_fresh.crawl.requestinfo import is_robots_request
 from scrapy_fresh.crawl.runtime import FreshRuntime, Lease, header
 from scrapy_fresh.exceptions import ConfigError
@@ -452,9 +453,14 @@ class FreshSpiderMiddleware(_FreshComponent):
         assert request is not None
         fields, rules = self._meta_rules(request.meta)
         hashes = [item_hashes(ItemAdapter(item), fields, rules) for item in items]
+        changes_config = self.runtime.config.changes
         if any(hashes):
             text = "\n".join(item_text(item, fields) for item in items)
-            content = PageContent(fingerprint_text(text), items=hashes, fields=fields, rules=rules)
+            kept = kept_items(items, hashes, changes_config, self.runtime.stat)
+            content = PageContent(
+                fingerprint_text(text), items=hashes, fields=fields, rules=rules,
+                key_field=changes_config.item_key_field, kept=kept,
+            )  # fmt: skip
         else:
             content = page_content(response, self._content_rules(request.meta))
         result = self.runtime.visits.record_content(
@@ -488,3 +494,4 @@ class FreshSpiderMiddleware(_FreshComponent):
                 )
                 self.runtime.item_outcomes[id(item)] = (item, item_outcome)
         self.runtime.stat("fresh/items_changed", items_changed)
+        annotate(items, verdict, changes_config, self.runtime.stat)

@@ -174,5 +174,22 @@ class VisitLog:
                 "change_rate": state.change_rate,
                 "content_length": state.content_length,
                 "magnitude": None if self.runtime is None else self.runtime.visits.magnitude,
+                "last_crawl": state.last_crawl,
+                **self._change(),
             }
         )
+
+    def _change(self) -> dict[str, Any]:
+        """What the change feed needs of a visit: changed fields, whether it made the page
+        gone (left out when there is nothing to say)."""
+        runtime = self.runtime
+        if runtime is None:
+            return {}
+        out: dict[str, Any] = {}
+        if runtime.visits.fields:
+            out["fields"] = runtime.visits.fields
+        if runtime.visits.items:
+            out["items"] = runtime.visits.items
+        if runtime.visits.became_gone:
+            out["became_gone"] = True
+        return out

@@ -15,12 +15,13 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING, Any
 
+from scrapy_fresh.changes.compare import logged_changes
 from scrapy_fresh.exceptions import StoreError
 from scrapy_fresh.fingerprint.verdict import PageContent, Verdict, judge
 from scrapy_fresh.frontier.revisit import record_visit
 from scrapy_fresh.outcome import Outcome
 from scrapy_fresh.providers.meta import declared_update
-from scrapy_fresh.store.base import PageState, SiteState
+from scrapy_fresh.store.base import PageState, SiteState, Status
 from scrapy_fresh.validators import HostChecks, parse_content_length, parse_http_date
 
 if TYPE_CHECKING:
@@ -64,6 +65,14 @@ class VisitRecorder:
         #: and its new text (how much changed; the verdict is exact), else None. The
         #: outcome listeners (the visit log) read it.
         self.magnitude: int | None = None
+        #: While a downloaded page's visit is recorded: the names of the fields that
+        #: changed on any of its items (empty for a page judged without items).
+        self.fields: list[str] = []
+        #: ... and what changed on its items (:func:`~scrapy_fresh.changes.compare.logged_changes`).
+        self.items: list[dict[str, Any]] = []
+        #: While a visit is recorded: whether it made the page gone (it was not gone
+        #: when this run leased it). The visit log, PageGone items and the webhook read it.
+        self.became_gone = False
         #: Sitemaps and feeds whose body, in this run, listed an update later than their
         #: previous visit (scrapy_fresh.crawl.provider_middleware fills it): they changed,
         #: even when their text fingerprint (digits normalised) cannot show it.
@@ -154,8 +163,14 @@ class VisitRecorder:
             listener(state)
         if written is False:
             return  # another worker holds the URL: its visit is the one recorded
-        for outcome_listener in list(self.runtime.outcome_listeners):
-            outcome_listener(state, outcome, now, headers or {})
+        was_gone = state.key in self.runtime.records.leased_gone
+        self.runtime.records.leased_gone.discard(state.key)
+        self.became_gone = outcome is Outcome.GONE and state.status is Status.GONE and not was_gone
+        try:
+            for outcome_listener in list(self.runtime.outcome_listeners):
+                outcome_listener(state, outcome, now, headers or {})
+        finally:
+            self.became_gone = False
 
     def _commit_leased(
         self, state: PageState, outcome: Outcome, now: float, cost: float,
@@ -316,14 +331,21 @@ class VisitRecorder:
         state.fingerprint = content.simhash
         state.field_hashes = content.items or []
         state.content_hash = content.digest
+        state.kept_items = content.kept
         state.etag = etag
         state.last_modified = last_modified.strip() if last_modified else None
         state.content_length = length if length is not None else content_length
         if outcome is Outcome.CHANGED and verdict.magnitude is not None:
             self.runtime.stat("fresh/changed_bits", verdict.magnitude)
         self.magnitude = verdict.magnitude
+        self.fields = list(dict.fromkeys(n for names in verdict.item_changes for n in names))
+        self.items = logged_changes(
+            verdict, content.kept, self.runtime.config.changes.diff_min_chars
+        )
         try:
             self._commit(meta, state, outcome, now)
         finally:
             self.magnitude = None
+            self.fields = []
+            self.items = []
         return outcome, verdict

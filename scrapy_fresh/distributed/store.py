@@ -18,6 +18,7 @@ AUTH (``redis://user:password@host/0``) and TLS (``rediss://``) come with the UR
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import math
@@ -88,7 +89,7 @@ _SHORT = {
     "p_c": "pc", "change_bucket": "cb", "change_rate": "cr", "errors": "e",
     "fingerprint": "fp", "etag": "et", "last_modified": "lm", "content_length": "cl",
     "access_count": "ac", "past_updates": "pu", "future_updates": "fu", "request": "rq",
-    "field_hashes": "fh", "content_hash": "ch",
+    "field_hashes": "fh", "content_hash": "ch", "kept_items": "ki",
 }  # fmt: skip
 _LONG = {short: name for name, short in _SHORT.items()}
 _DEFAULTS: dict[str, Any] = {}
@@ -98,7 +99,7 @@ for _f in fields(PageState):
         _DEFAULTS[_f.name] = _f.default if _f.default is not MISSING else _factory()
 _SCALAR_DEFAULTS = [(n, _SHORT[n], d, type(d)) for n, d in _DEFAULTS.items() if n not in
                     ("provider", "past_updates", "future_updates", "request",
-                     "field_hashes")]  # fmt: skip
+                     "field_hashes", "kept_items")]  # fmt: skip
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
 _loads = json.loads
@@ -147,6 +148,8 @@ def encode_record(state: PageState, priority: float) -> tuple[bytes | str, ...]:
         body["fu"] = _bounded_future(state.future_updates)
     if state.field_hashes:
         body["fh"] = state.field_hashes
+    if state.kept_items is not None:
+        body["ki"] = base64.b64encode(state.kept_items).decode("ascii")  # JSON has no bytes
     request = state.request
     if request:
         if request.get("url") == state.url:  # request_info() keeps the URL: keep it once
@@ -200,6 +203,8 @@ def decode_record(key: bytes, value: bytes) -> PageState:
     url_once = data.pop("ru", None)
     for short, item in data.items():
         attrs[_LONG[short]] = item
+    if "ki" in data:
+        attrs["kept_items"] = base64.b64decode(attrs["kept_items"])
     if url_once:
         attrs["request"] = {"url": attrs["url"], **attrs["request"]}
     if attrs["first_seen"] == "nd":

@@ -6,7 +6,8 @@ One verdict per page (:func:`judge`), in this order:
 1. A page never judged before is *new*: every counted field of every item is reported.
 2. A page that yields items (:attr:`PageContent.items`) is *changed* exactly when some
    counted field of some item changed (:func:`~scrapy_fresh.fingerprint.itemfields.changed_fields`),
-   or items appeared or went away (they are matched by their position on the page). The
+   or items appeared or went away (they are matched by their position on the page, or
+   by :setting:`FRESH_ITEM_KEY_FIELD`, :func:`~scrapy_fresh.changes.compare.match_items`). The
    page's own markup -- its sidebar, its footer, its render time -- is not looked at.
 3. A page that yields no item (or none with a counted field) is judged by its content
    digest (:attr:`PageContent.digest`: an exact hash of the page's normalised main
@@ -25,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from scrapy_fresh.changes.compare import match_items
 from scrapy_fresh.fingerprint.itemfields import FieldRules, changed_fields
 from scrapy_fresh.fingerprint.shingles import changed as simhash_changed
 from scrapy_fresh.fingerprint.shingles import hamming
@@ -49,6 +51,10 @@ class PageContent:
     :param fields: the fields counted (None: every field), to tell a field that went
         away from one no longer counted.
     :param rules: the field rules the hashes were made with (fuzzy fields, skips).
+    :param key_field: the field that identifies an item on the page
+        (:setting:`FRESH_ITEM_KEY_FIELD`); None: items are matched by position.
+    :param kept: what to keep of the items for the next visit
+        (:func:`~scrapy_fresh.changes.compare.pack_items`), or None.
     """
 
     simhash: int
@@ -56,6 +62,8 @@ class PageContent:
     items: list[dict[str, int]] | None = None
     fields: tuple[str, ...] | None = None
     rules: FieldRules = field(default_factory=dict)
+    key_field: str | None = None
+    kept: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -74,6 +82,11 @@ class Verdict:
     magnitude: int | None = None
     #: How the verdict was reached: "new", "items", "digest" or "simhash".
     basis: str = "new"
+    #: Per item, the index of the previous visit's item it was compared with (None: a
+    #: new item); empty unless the verdict was reached by items.
+    matches: tuple[int | None, ...] = ()
+    #: The items the record kept of the previous visit (``PageState.kept_items``).
+    previous_items: bytes | None = None
 
 
 def _all_fields(items: list[dict[str, int]]) -> tuple[tuple[str, ...], ...]:
@@ -92,14 +105,17 @@ def judge(state: PageState, content: PageContent, threshold_bits: int) -> Verdic
     magnitude = hamming(state.fingerprint, content.simhash)
     old_items = state.field_hashes
     if items is not None and old_items:
+        matches = match_items(old_items, items, content.key_field)
         changes = tuple(
-            tuple(changed_fields(old_items[i], new, content.fields, content.rules))
-            if i < len(old_items)
-            else tuple(new)
-            for i, new in enumerate(items)
+            tuple(new)
+            if m is None
+            else tuple(changed_fields(old_items[m], new, content.fields, content.rules))
+            for m, new in zip(matches, items, strict=True)
         )
-        changed = len(items) != len(old_items) or any(changes)
-        return Verdict(False, changed, changes, magnitude, "items")
+        changed = len(items) != len(old_items) or None in matches or any(changes)
+        return Verdict(
+            False, changed, changes, magnitude, "items", tuple(matches), state.kept_items
+        )
     if items is None and old_items:
         return Verdict(False, True, (), magnitude, "items")  # the items went away
     if items is None and content.digest is not None and state.content_hash is not None:

@@ -117,6 +117,9 @@ def check_state(state: PageState) -> None:
         _explain(state)
     if items:
         _check_field_hashes(state)
+    kept = state.kept_items
+    if kept is not None and type(kept) is not bytes:
+        raise TypeError(f"kept_items of {key} ({type(kept).__name__}) must be bytes or None.")
     doc_id, *counts = _ints(state)
     if not 0 <= doc_id <= _I64_MAX:
         _explain(state)

@@ -14,6 +14,7 @@ WebFountain change bucket need.
 
 from __future__ import annotations
 
+import base64
 import enum
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, fields
@@ -129,6 +130,10 @@ class PageState:
     #: pages judged without items (:class:`scrapy_fresh.fingerprint.verdict.PageContent`); None if
     #: the page was not judged by a digest.
     content_hash: int | None = None
+    #: The items of the page's last visit, zlib-compressed JSON
+    #: (:func:`scrapy_fresh.changes.compare.pack_items`), kept when :setting:`FRESH_KEEP_ITEMS`
+    #: is True so that the next change can tell the previous values; None otherwise.
+    kept_items: bytes | None = None
 
     # SQLiteStore rebuilds records it checked and normalised itself without calling
     # __init__ (sqlite._decode): keep __post_init__ to checks and normalisation.
@@ -143,6 +148,8 @@ class PageState:
             raise ValueError(
                 f"fingerprint ({self.fingerprint!r}) must be an unsigned 64-bit integer."
             )
+        if self.kept_items is not None and not isinstance(self.kept_items, bytes):
+            raise TypeError(f"kept_items ({self.kept_items!r:.60}) must be bytes or None.")
         if self.content_hash is not None and not 0 <= self.content_hash < 1 << 64:
             raise ValueError(
                 f"content_hash ({self.content_hash!r}) must be an unsigned 64-bit integer."
@@ -166,8 +173,11 @@ class PageState:
         self.future_updates = _bounded_future([*self.future_updates, (when, probability)])
 
     def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-serialisable dict (enums as their values, tuples as lists)."""
+        """Return a JSON-serialisable dict (enums as their values, tuples as lists,
+        ``kept_items`` as base64 text)."""
         data = asdict(self)
+        if self.kept_items is not None:
+            data["kept_items"] = base64.b64encode(self.kept_items).decode("ascii")
         data["status"] = self.status.value
         data["provider"] = self.provider.value
         data["future_updates"] = [[t, p] for t, p in self.future_updates]
@@ -182,6 +192,8 @@ class PageState:
             kwargs["future_updates"] = [(t, p) for t, p in kwargs["future_updates"]]
         if "field_hashes" in kwargs:
             kwargs["field_hashes"] = [dict(h) for h in kwargs["field_hashes"]]
+        if isinstance(kwargs.get("kept_items"), str):
+            kwargs["kept_items"] = base64.b64decode(kwargs["kept_items"])
         return cls(**kwargs)
 
 

@@ -57,7 +57,7 @@ logger = logging.getLogger(__name__)
 #: ``PRAGMA application_id`` of a scrapy_fresh store file ("FRSH").
 APPLICATION_ID = 0x46525348
 #: ``PRAGMA user_version`` of the files this code writes and reads.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 #: Integer codes of :class:`~scrapy_fresh.store.base.Status` in the ``status`` column.
 STATUS_CODES: dict[Status, int] = {
@@ -109,6 +109,7 @@ _PAGE_COLUMNS = (
     "request",
     "field_hashes",
     "content_hash",
+    "kept_items",
 )
 _SELECT_PAGES = f"SELECT {', '.join(_PAGE_COLUMNS)} FROM pages"
 _INSERT_PAGES = (
@@ -163,7 +164,8 @@ _SCHEMA = (
         future_updates TEXT,
         request TEXT,
         field_hashes TEXT,
-        content_hash INTEGER
+        content_hash INTEGER,
+        kept_items BLOB
     )""",
     # due(): the most urgent queued/idle records, in (next_due, key) order, read
     # straight off the index (key included so that ties need no sort).
@@ -227,6 +229,8 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
     ),
     # 4: the hosts an operator blocked (scrapy-fresh block).
     3: (_BLOCKED_TABLE,),
+    # 5: pages keep the items of their last visit (FRESH_KEEP_ITEMS, compressed).
+    4: ("ALTER TABLE pages ADD COLUMN kept_items BLOB",),
 }
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
@@ -602,13 +606,14 @@ class SQLiteStore(ClosingStore):
             _dumps(s.request) if s.request else None,
             _dumps(s.field_hashes) if s.field_hashes else None,
             digest - _U64 if digest is not None and digest > _I64_MAX else digest,
+            s.kept_items,
         )
 
     def _decode(self, conn: sqlite3.Connection, row: tuple[Any, ...]) -> PageState:
         (key, url, host_id, doc_id, status, provider, first_seen, last_crawl, next_due,
          in_flight_since, refresh_secs, p_l, p_g, visits, changes, p_c, change_bucket,
          change_rate, errors, fp, etag, last_modified, content_length, access_count,
-         past, future, request, items, digest) = row  # fmt: skip
+         past, future, request, items, digest, kept) = row  # fmt: skip
         host = self._host_names.get(host_id)
         # Rows were checked and normalised by _encode, so the record is built without
         # PageState.__init__ (its checks and sorting took 60% of due()).
@@ -643,6 +648,7 @@ class SQLiteStore(ClosingStore):
             request=_raw_decode(request)[0] if request else {},
             field_hashes=_raw_decode(items)[0] if items else [],
             content_hash=digest + _U64 if digest is not None and digest < 0 else digest,
+            kept_items=kept,
         )
         return state
 

@@ -24,6 +24,8 @@ PURE_LAYERS = [
     "scrapy_fresh.urls",
     "scrapy_fresh.validators",
     "scrapy_fresh.fingerprint",
+    "scrapy_fresh.changes",
+    "scrapy_fresh.monitoring",
     "scrapy_fresh.store",
     "scrapy_fresh.frontier",
     "scrapy_fresh.providers",

@@ -45,7 +45,9 @@ class PageGoneMiddleware:
 
     A page is gone from the visit that confirms it until a visit finds it again; the item
     is sent at the first of those visits only (the record was not gone when the visit
-    began). Stats: ``fresh/gone_items``.
+    began), and only for a page that was once there (a URL that answered 404 from its
+    first fetch, a broken link, left nothing downstream to delete). Stats:
+    ``fresh/gone_items``.
     """
 
     def __init__(self, crawler: Crawler) -> None:
@@ -82,8 +84,8 @@ class PageGoneMiddleware:
         self, state: PageState, outcome: Outcome, now: float, headers: Mapping[str, str | None]
     ) -> None:
         assert self.runtime is not None
-        if not self.runtime.visits.became_gone:
-            return
+        if not self.runtime.visits.became_gone or state.last_crawl is None:
+            return  # (a URL that was never there leaves nothing downstream to delete)
         self.pending[state.key] = PageGone(
             url=state.url, key=state.key, last_seen=state.last_crawl, status=None, reason="gone"
         )

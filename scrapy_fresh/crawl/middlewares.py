@@ -26,7 +26,7 @@ from scrapy import Request
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http.request import NO_CALLBACK
 
-from scrapy_fresh.changes.items import annotate, kept_items
+from scrapy_fresh.crawl.item_changes import annotate, kept_items
 from scrapy_fresh.crawl.requestinfo import is_robots_request
 from scrapy_fresh.crawl.runtime import FreshRuntime, Lease, header
 from scrapy_fresh.exceptions import ConfigError

@@ -121,3 +121,32 @@ def test_planner_agrees_with_the_whole_list_oracle(seed: int) -> None:
     n_new = sum(1 for s in states if s.last_crawl is None and s.next_due <= now)
     assert len(new_keys) == min(n_new, budget - take_old)
     assert len(plan.taken) + plan.budget_left == budget
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_pruned_picks_hold_with_many_equal_scores(seed: int) -> None:
+    """Pages with equal change rates (many equal scores), budgets from a fifth of the
+    pages to more than all of them, fill on and off: the simulator's pruned choice is
+    the planner's over every record, cycle after cycle."""
+    rng = random.Random(seed)
+    pages = rng.choice([5, 20, 80])
+    trace = poisson_trace([rng.choice([0.0, 1.0, 1.0, 3.0]) for _ in range(pages)], 10, seed=seed)
+    step = 3600.0 * rng.choice([1, 6])
+    config = SimConfig(
+        budget=rng.choice([0.2, 1.0, 5.0]),
+        step_secs=step,
+        seed=seed,
+        score=ScoreParams(fill=seed % 2 == 0),
+    )
+    ctx = build_context(trace, config)
+    policy = Fresh(ctx)
+    assert policy._pruning  # the pruned path is the one under test
+    now = trace.start
+    capacity = max(1, round(ctx.rate * step))
+    for _ in range(40):
+        expected = plan_cycle(_store_copy(policy), now, capacity, policy.params)
+        got = policy.select(now, capacity)
+        assert {policy.states[i].key for i in got} == {s.key for _, s in expected.taken}
+        for j, page in enumerate(got):
+            policy.visited(page, now + (j + 0.5) * step / len(got), rng.random() < 0.3, None)
+        now += step

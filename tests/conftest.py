@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -315,3 +316,19 @@ def prefix(client: Any, request: pytest.FixtureRequest) -> Iterator[str]:
     p = unique_prefix(request.module.__name__.rsplit(".", 1)[-1])
     yield p
     delete_prefix(client, p)
+
+
+def wait_for(
+    predicate: Callable[[], Any], timeout: float, *, ignore: tuple[type[Exception], ...] = ()
+) -> bool:
+    """Poll ``predicate`` every 50 ms until it is true (True) or ``timeout`` seconds pass
+    (False); exceptions of the ``ignore`` types count as not yet (a server not listening)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if predicate():
+                return True
+        except ignore:
+            pass
+        time.sleep(0.05)
+    return False

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import itertools
 import signal
-import time
 from pathlib import Path
 from typing import Any
 
@@ -15,15 +14,7 @@ import pytest
 
 from scrapy_fresh.store.base import Status
 from scrapy_fresh.store.sqlite import SQLiteStore
-
-
-def _wait_for(predicate: Any, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
+from tests.conftest import wait_for
 
 
 @pytest.mark.slow
@@ -49,7 +40,7 @@ def test_due_page_is_fetched_again_on_time_and_ctrl_c_saves_state(
             tmp_path,
         )
         try:
-            fetched = _wait_for(lambda: len(server.site.log) >= 3, timeout=20)
+            fetched = wait_for(lambda: len(server.site.log) >= 3, timeout=20)
         finally:
             crawl.process.send_signal(signal.SIGINT)  # Ctrl-C
         result = crawl.finish(timeout=30)

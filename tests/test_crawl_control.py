@@ -20,6 +20,7 @@ import pytest
 from scrapy_fresh.keys import url_host, url_key
 from scrapy_fresh.store.base import Status
 from scrapy_fresh.store.sqlite import SQLiteStore
+from tests.conftest import wait_for
 from tests.redis_helpers import SHARED_URL, delete_prefix, shared_client, unique_prefix
 
 if TYPE_CHECKING:
@@ -35,15 +36,6 @@ def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         [sys.executable, "-m", "scrapy_fresh.commands", *args],
         capture_output=True, text=True, cwd=cwd, timeout=60, check=False,
     )  # fmt: skip
-
-
-def wait_for(predicate: Any, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def utc(text: str) -> float:

@@ -281,6 +281,20 @@ def test_report_lists_changes_diffs_gone_pages_and_hosts_only(shop: dict[str, An
     assert "run/cycle" not in page
 
 
+def _queued_in(outbox: Path) -> int:
+    """Changes waiting in a crawl's outbox; 0 while the crawl has not made its table yet
+    (the file can exist a moment before the table does)."""
+    import sqlite3
+
+    if not outbox.exists():
+        return 0
+    try:
+        with sqlite3.connect(outbox) as conn:
+            return int(conn.execute("SELECT count(*) FROM outbox").fetchone()[0])
+    except sqlite3.OperationalError:  # no table yet, or the crawl holds the lock
+        return 0
+
+
 def test_webhook_outbox_survives_a_killed_crawl(tmp_path: Path) -> None:
     """A crawl killed (SIGKILL) while its receiver is down loses no change: the next
     crawl delivers what the outbox holds."""
@@ -310,13 +324,13 @@ def test_webhook_outbox_survives_a_killed_crawl(tmp_path: Path) -> None:
         started = start_crawl(config, tmp_path / "c1")
         deadline = time.monotonic() + 60
         queued = 0
-        while time.monotonic() < deadline and queued < 5:
-            time.sleep(0.2)
-            if outbox.exists():
-                with sqlite3.connect(outbox) as conn:
-                    queued = conn.execute("SELECT count(*) FROM outbox").fetchone()[0]
-        started.process.kill()
-        started.finish(10)
+        try:
+            while time.monotonic() < deadline and queued < 5:
+                time.sleep(0.2)
+                queued = _queued_in(outbox)
+        finally:
+            started.process.kill()
+            started.finish(10)
         assert queued == 5  # the catalog and four products, all new
         receiver = Receiver(port=port)
         try:

@@ -19,10 +19,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from scrapy_fresh.providers.ledger import is_ledger_site
 from scrapy_fresh.store.base import PageState, SiteState, Status
 
-__all__ = ["LATEST_CHANGES", "OUTCOMES", "build_report", "is_host", "load_visit_log"]
+__all__ = ["LATEST_CHANGES", "OUTCOMES", "build_report", "load_visit_log"]
 
 #: Changes the report lists, newest first.
 LATEST_CHANGES = 50
@@ -50,17 +49,6 @@ def load_visit_log(path: str | Path) -> tuple[list[dict[str, Any]], int]:
                 bad += 1
     events.sort(key=lambda e: e["t"])
     return events, bad
-
-
-def is_host(name: str) -> bool:
-    """Whether a site record is a real host's: scrapy_fresh's own records (the cycle's
-    ``run/``, the signal ledger's ``trust/`` and ``quiet/``) have a ``/`` in their name,
-    which no host has.
-
-    >>> is_host("example.com:8080"), is_host("run/cycle"), is_host("trust/feed/a.com")
-    (True, False, False)
-    """
-    return "/" not in name and not is_ledger_site(name)
 
 
 def _latest_changes(events: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
@@ -266,7 +254,6 @@ def build_report(
                 "refresh_secs": s.refresh_secs,
             }
             for s in sites
-            if is_host(s.host)
         ],
         "changes": _latest_changes(events, LATEST_CHANGES),
         "gone": sorted(

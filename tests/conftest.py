@@ -269,6 +269,7 @@ def harness() -> Iterator[Callable[..., Harness]]:
         records: list[PageState] | None = None,
         sites: list[SiteState] | None = None,
         blocked: list[str] | None = None,
+        meta: dict[tuple[str, str], dict[str, Any]] | None = None,
     ) -> Harness:
         from scrapy_fresh.crawl.runtime import FreshRuntime
         from scrapy_fresh.crawl.scheduler import FreshScheduler
@@ -283,6 +284,8 @@ def harness() -> Iterator[Callable[..., Harness]]:
             runtime.store.put_many(records)
         for site in sites or []:
             runtime.store.put_site(site)
+        for (namespace, key), value in (meta or {}).items():
+            runtime.store.put_meta(namespace, key, value)
         for host in blocked or []:  # blocked before the run opens (scrapy-fresh block)
             runtime.store.block_host(host, HARNESS_NOW - 60)
         scheduler = FreshScheduler.from_crawler(crawler)

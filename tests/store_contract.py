@@ -735,6 +735,80 @@ class StoreContract:
             store.put_site(SiteState("example.com", checks={"ignored": 1.5}))  # type: ignore[dict-item]
         assert list(store.sites()) == []
 
+    # -- meta records -------------------------------------------------------------------
+
+    def test_meta_records(self, store: StateStore) -> None:
+        value = {"observations": 3, "demoted": False, "until": None, "hours": [0, 23], "n": 0.5}
+        store.put_meta("trust", "sitemap/例え.テスト", value)
+        store.put_meta("trust", "feed/a.example", {"x": 1})
+        store.put_meta("quiet", "sitemap/例え.テスト", {"other": "namespace"})
+        got = store.get_meta("trust", "sitemap/例え.テスト")
+        assert got == value
+        assert got is not value
+        got["n"] = 9  # copied out: the store keeps its value
+        value["observations"] = 4  # copied in
+        assert store.get_meta("trust", "sitemap/例え.テスト")["n"] == 0.5  # type: ignore[index]
+        assert [k for k, _ in store.meta("trust")] == ["feed/a.example", "sitemap/例え.テスト"]
+        assert list(store.meta("quiet")) == [("sitemap/例え.テスト", {"other": "namespace"})]
+        assert list(store.meta("run")) == []
+        assert store.get_meta("trust", "nothing") is None
+        assert store.delete_meta("trust", "feed/a.example") is True
+        assert store.delete_meta("trust", "feed/a.example") is False
+        assert [k for k, _ in store.meta("trust")] == ["sitemap/例え.テスト"]
+        assert len(store) == 0  # neither page records...
+        assert list(store.sites()) == []  # ...nor site records
+        assert list(store.iterate()) == []
+
+    def test_meta_values_come_back_as_json_gives_them(self, store: StateStore) -> None:
+        store.put_meta("run", "cycle", {"t": (1, 2), 3: "int key", "nested": {"a": [None]}})
+        assert store.get_meta("run", "cycle") == {
+            "t": [1, 2],
+            "3": "int key",
+            "nested": {"a": [None]},
+        }
+
+    def test_update_meta(self, store: StateStore) -> None:
+        seen: list[Any] = []
+
+        def count(value: dict[str, Any] | None) -> dict[str, Any]:
+            seen.append(value)
+            return {"n": (value or {"n": 0})["n"] + 1}
+
+        assert store.update_meta("trust", "k", count) == {"n": 1}
+        assert store.update_meta("trust", "k", count) == {"n": 2}
+        assert seen == [None, {"n": 1}]
+        assert store.update_meta("trust", "k", lambda value: None) is None  # left as it is
+        assert store.get_meta("trust", "k") == {"n": 2}
+
+        def bad(value: dict[str, Any] | None) -> dict[str, Any]:
+            return {"n": math.nan}
+
+        with pytest.raises(ValueError, match="trust/k"):
+            store.update_meta("trust", "k", bad)
+        assert store.get_meta("trust", "k") == {"n": 2}  # nothing written
+
+    @pytest.mark.parametrize(
+        ("namespace", "key", "value", "error", "words"),
+        [
+            ("Trust", "k", {}, ValueError, "namespace"),
+            ("", "k", {}, ValueError, "namespace"),
+            ("a/b", "k", {}, ValueError, "namespace"),
+            ("trust", "", {}, ValueError, "meta key"),
+            ("trust", "x" * 1025, {}, ValueError, "meta key"),
+            ("trust", "a\0b", {}, ValueError, "meta key"),
+            ("trust", "k", [1], TypeError, "dict"),
+            ("trust", "k", {"t": math.inf}, ValueError, "trust/k"),
+            ("trust", "k", {"t": b"bytes"}, TypeError, "JSON"),
+        ],
+    )
+    def test_meta_bad_input(
+        self, store: StateStore, namespace: str, key: str, value: Any,
+        error: type[Exception], words: str,
+    ) -> None:  # fmt: skip
+        with pytest.raises(error, match=words):
+            store.put_meta(namespace, key, value)
+        assert list(store.meta("trust")) == []
+
     # -- lifecycle ----------------------------------------------------------------------
 
     def test_close_is_idempotent_and_final(self, make_store: StoreFactory) -> None:
@@ -868,6 +942,13 @@ _sites = st.builds(
     updated_at=_times,
 )
 _keys = st.sampled_from([url_key(u) for u in _URLS])
+_META_NAMESPACES = ("trust", "quiet")
+_meta_names = st.tuples(st.sampled_from(_META_NAMESPACES), st.sampled_from(["a", "b/c", "é"]))
+_meta_values = st.dictionaries(
+    st.sampled_from(["n", "t", "v"]),
+    st.none() | st.booleans() | st.integers(-5, 5) | st.floats(0, 1e9) | st.text(max_size=3),
+    max_size=3,
+)
 
 
 def _without_doc_ids(value: Any) -> Any:
@@ -944,6 +1025,23 @@ def _reference_machine(make_store: StoreFactory) -> type[RuleBasedStateMachine]:
         def get_site(self, host: str) -> None:
             self.both("get_site", host)
 
+        @rule(name=_meta_names, value=_meta_values)
+        def put_meta(self, name: tuple[str, str], value: dict[str, Any]) -> None:
+            self.both("put_meta", *name, value)
+
+        @rule(name=_meta_names, add=st.integers(-3, 3), keep=st.booleans())
+        def update_meta(self, name: tuple[str, str], add: int, keep: bool) -> None:
+            def change(value: dict[str, Any] | None) -> dict[str, Any] | None:
+                if keep:
+                    return None
+                return {**(value or {}), "n": int((value or {}).get("n", 0)) + add}
+
+            self.both("update_meta", *name, change)
+
+        @rule(name=_meta_names)
+        def delete_meta(self, name: tuple[str, str]) -> None:
+            self.both("delete_meta", *name)
+
         @rule()
         def flush(self) -> None:
             self.both("flush")
@@ -959,6 +1057,8 @@ def _reference_machine(make_store: StoreFactory) -> type[RuleBasedStateMachine]:
             got = {s.key: s for s in self.store.iterate(batch_size=3)}
             assert _without_doc_ids(got) == _without_doc_ids(expected)
             assert sorted(self.store.sites(), key=lambda s: s.host) == list(self.model.sites())
+            for namespace in _META_NAMESPACES:
+                assert list(self.store.meta(namespace)) == list(self.model.meta(namespace))
 
         @invariant()
         def doc_ids_are_stable_unique_and_never_reused(self) -> None:

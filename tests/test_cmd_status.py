@@ -200,14 +200,17 @@ def test_status_reports_trust_per_host_and_signal(
     store_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from scrapy_fresh.policy.trust import TrustRecord
-    from scrapy_fresh.providers.ledger import HostTrust
+    from scrapy_fresh.providers.ledger import TRUST_NAMESPACE, HostTrust, trust_key
 
     store = SQLiteStore(store_path)
     kind = "sitemap"
-    store.put_site(HostTrust("a.test", kind, TrustRecord(confirmed=8.0, refuted=1.0)).to_site())
-    store.put_site(
-        HostTrust("b.test", kind, TrustRecord(confirmed=0.0, refuted=6.0, demoted=True)).to_site()
-    )
+    for host, record in [
+        ("a.test", TrustRecord(confirmed=8.0, refuted=1.0)),
+        ("b.test", TrustRecord(confirmed=0.0, refuted=6.0, demoted=True)),
+    ]:
+        store.put_meta(
+            TRUST_NAMESPACE, trust_key(host, kind), HostTrust(host, kind, record).to_meta()
+        )
     store.close()
     data = _status_json(capsys, "--sqlite-path", str(store_path))
     assert [(t["host"], t["demoted"]) for t in data["trust"]] == [

@@ -17,7 +17,7 @@ import pytest
 
 from scrapy_fresh.keys import url_key
 from scrapy_fresh.policy.trust import TrustRecord, trust_score
-from scrapy_fresh.providers.ledger import QuietClaim, iter_trust, quiet_site_key
+from scrapy_fresh.providers.ledger import QUIET_NAMESPACE, QuietClaim, iter_trust
 from scrapy_fresh.store.base import PageState, Provider
 from scrapy_fresh.store.sqlite import SQLiteStore
 
@@ -388,10 +388,9 @@ def test_a_304_answer_brings_its_own_max_age(crawl: Any, tmp_path: Path) -> None
         store = SQLiteStore(str(db))
         try:
             for path in ARTICLES:
-                site_record = store.get_site(quiet_site_key(url_key(server.url(path))))
-                assert site_record is not None
-                claim = QuietClaim.from_site(site_record)
-                assert claim is not None
+                value = store.get_meta(QUIET_NAMESPACE, url_key(server.url(path)))
+                assert value is not None
+                claim = QuietClaim.from_meta(value)
                 assert claim.until is not None
                 assert claim.until - claim.claimed_at == pytest.approx(2 * 86400, abs=5)
         finally:

@@ -19,7 +19,7 @@ from scrapy_fresh.frontier.revisit import RevisitPolicy, record_visit
 from scrapy_fresh.keys import url_key
 from scrapy_fresh.outcome import Outcome
 from scrapy_fresh.policy.trust import Evidence
-from scrapy_fresh.providers.ledger import QuietClaim, TrustLedger, quiet_site_key
+from scrapy_fresh.providers.ledger import QUIET_NAMESPACE, QuietClaim, TrustLedger
 from scrapy_fresh.store.base import PageState, SiteState, Status
 
 if TYPE_CHECKING:
@@ -184,9 +184,9 @@ def test_older_quiet_claim_does_not_replace_a_newer_one(client: redis.Redis, pre
     two = TrustLedger(handle(client, prefix))
     one.put_quiet_claim("ab12", QuietClaim(200.0, 300.0, until=900.0))
     two.put_quiet_claim("ab12", QuietClaim(100.0, 300.0, until=400.0))  # late, older
-    stored = RedisStore(client, prefix).get_site(quiet_site_key("ab12"))
+    stored = RedisStore(client, prefix).get_meta(QUIET_NAMESPACE, "ab12")
     assert stored is not None
-    assert QuietClaim.from_site(stored) == QuietClaim(200.0, 300.0, until=900.0)
+    assert QuietClaim.from_meta(stored) == QuietClaim(200.0, 300.0, until=900.0)
 
 
 # -- 3. lease tokens ------------------------------------------------------------------

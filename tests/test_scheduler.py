@@ -399,8 +399,7 @@ def test_cycle_lookahead_takes_records_due_soon_but_not_before_an_announced_upda
 
 
 def test_cycle_lookahead_is_half_the_measured_time_between_runs(harness, known):
-    from scrapy_fresh.crawl.sources import RUN_SITE
-    from scrapy_fresh.store.base import SiteState
+    from scrapy_fresh.crawl.sources import RUN_CADENCE
 
     now = 1_000_000.0
     records = [
@@ -410,15 +409,13 @@ def test_cycle_lookahead_is_half_the_measured_time_between_runs(harness, known):
     # The first run of a store knows no period: no lookahead; it notes its start.
     first = harness(records=records)
     assert first.drain() == []
-    run = first.runtime.store.get_site(RUN_SITE)
-    assert run is not None
-    assert run.updated_at == now
-    assert run.refresh_secs is None
+    assert first.runtime.store.get_meta(*RUN_CADENCE) == {"period": None, "started_at": now}
     # Runs 6 hours apart: the next one looks 3 hours ahead.
-    previous = SiteState(RUN_SITE, refresh_secs=6 * 3600, updated_at=now - 6 * 3600)
-    second = harness(records=records, sites=[previous])
+    previous = {"period": 6 * 3600, "started_at": now - 6 * 3600}
+    second = harness(records=records, meta={RUN_CADENCE: previous})
     assert [r.url for r in second.drain()] == ["http://a.example/in"]
-    run = second.runtime.store.get_site(RUN_SITE)
+    run = second.runtime.store.get_meta(*RUN_CADENCE)
     assert run is not None
-    assert run.refresh_secs == pytest.approx(6 * 3600)
-    assert run.updated_at == now
+    assert run["period"] == pytest.approx(6 * 3600)
+    assert run["started_at"] == now
+    assert list(second.runtime.store.sites()) == []  # not a site record

@@ -378,6 +378,7 @@ def test_version_1_file_is_migrated_and_keeps_its_sites(tmp_path: Path) -> None:
     conn = raw(path)  # make it a version 1 file: sites without the checks column
     conn.execute("DROP VIEW pages_view")  # (and pages without the columns of versions 3, 5)
     conn.execute("DROP TABLE blocked_hosts")  # (nor the table of version 4)
+    conn.execute("DROP TABLE meta")  # (nor the table of version 6)
     for table, column in (
         ("sites", "checks"),
         ("pages", "field_hashes"),
@@ -397,7 +398,7 @@ def test_version_1_file_is_migrated_and_keeps_its_sites(tmp_path: Path) -> None:
         assert len(store) == 1
         assert store.block_host("example.com", 1.0)  # version 4's table is there
     conn = raw(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
     conn.close()
 
 
@@ -432,7 +433,7 @@ def test_version_2_file_written_by_the_previous_code_is_migrated(tmp_path: Path)
         assert again == got
         assert [s.url for s in store.due(1_700_100_000.0, 10)] == ["https://shop.example/p/2"]
     conn = raw(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
     assert conn.execute("SELECT count(*) FROM blocked_hosts").fetchone() == (0,)
     view = conn.execute("SELECT field_hashes, content_hash FROM pages_view WHERE visits = 4")
     assert view.fetchone() == ('[{"price":18446744073709551615,"stock":5}]', "8000000000000000")

@@ -7,7 +7,7 @@ import json
 import math
 import time
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scrapy_fresh.commands._project import (
     add_store_arguments,
@@ -20,6 +20,11 @@ from scrapy_fresh.config import FreshConfig
 from scrapy_fresh.monitoring import StoreSnapshot, render
 from scrapy_fresh.policy.schedule import ScheduleRules
 from scrapy_fresh.store.base import PageState, Provider, Status
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from scrapy_fresh.providers.ledger import HostTrust
 
 HELP = "Show the store: pages per status and provider, what is due, p_c, refresh times, hosts."
 
@@ -66,8 +71,9 @@ def _quantiles(values: list[float]) -> dict[str, float | None]:
 
 
 def summarize(
-    states: list[PageState], sites: dict[str, Any], now: float, top: int = 10
-) -> dict[str, Any]:
+    states: list[PageState], sites: dict[str, Any], now: float, top: int = 10,
+    trust: Iterable[HostTrust] = (),
+) -> dict[str, Any]:  # fmt: skip
     """The status figures of ``states`` at ``now`` (JSON data)."""
     by_status = Counter(s.status.value for s in states)
     by_provider: dict[str, dict[str, int]] = {p.value: {} for p in Provider}
@@ -114,7 +120,7 @@ def summarize(
         },
         "refresh_secs": {"bins": refresh_hist, **_quantiles([s.refresh_secs for s in visited])},
         "top_hosts": top_hosts,
-        "trust": trust_rows(sites.values()),
+        "trust": trust_rows(trust),
     }
 
 
@@ -133,17 +139,13 @@ def rule_rows(rules: ScheduleRules, states: list[PageState]) -> list[dict[str, A
     ]
 
 
-def trust_rows(sites: Any) -> list[dict[str, Any]]:
+def trust_rows(trust: Iterable[HostTrust]) -> list[dict[str, Any]]:
     """Per host and signal kind: the trust score, the evidence, and whether it is demoted
     (:mod:`scrapy_fresh.policy.trust`; least trusted first)."""
     from scrapy_fresh.policy.trust import trust_score
-    from scrapy_fresh.providers.ledger import HostTrust
 
     rows = []
-    for site in sites:
-        entry = HostTrust.from_site(site)
-        if entry is None:
-            continue
+    for entry in trust:
         record = entry.record
         rows.append(
             {
@@ -216,29 +218,36 @@ def render_text(data: dict[str, Any], store: str) -> str:
     return "\n".join(lines)
 
 
-def blocked_hosts(args: argparse.Namespace, config: FreshConfig) -> dict[str, float]:
-    """The hosts blocked in the stores the arguments (or the project) name."""
+def blocked_and_trust(
+    args: argparse.Namespace, config: FreshConfig
+) -> tuple[dict[str, float], list[HostTrust]]:
+    """The hosts blocked, and the trust records, in the stores the arguments (or the
+    project) name."""
+    from scrapy_fresh.providers.ledger import iter_trust
+
     _, spider_paths = project_config(args.overrides)
     blocked: dict[str, float] = {}
+    trust: list[HostTrust] = []
     for path in store_paths(args, config, spider_paths):
         store = open_store(path)
         try:
             blocked.update(store.blocked_hosts())
+            trust.extend(iter_trust(store))
         finally:
             store.close()
-    return blocked
+    return blocked, trust
 
 
 def run(args: argparse.Namespace) -> int:
     config, states, site_list, description = read_stores(args)
     sites = {site.host: site for site in site_list}
     now = time.time() if args.now is None else args.now
-    blocked = blocked_hosts(args, config)
+    blocked, trust = blocked_and_trust(args, config)
     if args.prometheus:
         snapshot = StoreSnapshot.of_states(states, now, len(blocked))
         print(render(snapshot.samples()), end="")
         return 0
-    data = summarize(states, sites, now, args.top)
+    data = summarize(states, sites, now, args.top, trust)
     data["rules"] = rule_rows(config.schedule_rules, states)
     data["blocked"] = blocked
     if args.json:

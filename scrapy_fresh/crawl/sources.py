@@ -21,14 +21,14 @@ from __future__ import annotations
 import logging
 import math
 from functools import partial
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from scrapy_fresh.distributed.shared import PULL_BATCH, SharedFrontier
 from scrapy_fresh.exceptions import StoreError
 from scrapy_fresh.frontier.planner import plan_cycle
 from scrapy_fresh.frontier.scoring import priority_score
 from scrapy_fresh.policy.cadence import lookahead, next_period
-from scrapy_fresh.store.base import DueCursorStore, PageState, SiteState, Status
+from scrapy_fresh.store.base import DueCursorStore, PageState, Status
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
@@ -42,7 +42,7 @@ __all__ = [
     "CYCLE_LOW_LEASES",
     "CYCLE_MAX_LEASES",
     "REFILL_BATCH",
-    "RUN_SITE",
+    "RUN_CADENCE",
     "BudgetSource",
     "ContinuousSource",
     "CycleSource",
@@ -62,9 +62,10 @@ REFILL_BATCH = 1000
 CYCLE_LOW_LEASES = REFILL_BATCH // 2
 #: ...or when no queued host may be contacted now, while fewer than this many are.
 CYCLE_MAX_LEASES = 4 * REFILL_BATCH
-#: The site record that keeps cycle runs' cadence: ``updated_at`` is the last run's start,
-#: ``refresh_secs`` the estimated time between runs.
-RUN_SITE = "run/cycle"
+#: The meta record (namespace, key) that keeps cycle runs' cadence: ``started_at`` is the
+#: last run's start, ``period`` the estimated time between runs
+#: (:mod:`scrapy_fresh.policy.cadence`).
+RUN_CADENCE = ("run", "cycle")
 
 
 class Scheduling(Protocol):
@@ -178,17 +179,23 @@ class DueSource:
             return fixed
         if not cadence:
             return 0.0
-        store = self.runtime.store
+        periods: list[float | None] = []
+
+        def started(value: dict[str, Any] | None) -> dict[str, Any]:
+            value = value or {}
+            period, last = value.get("period"), value.get("started_at")
+            period = float(period) if isinstance(period, (int, float)) else None
+            if isinstance(last, (int, float)) and last and now > last:
+                period = next_period(period, now - last)
+            periods[:] = [period]
+            return {"period": period, "started_at": now}
+
         try:
-            record = store.get_site(RUN_SITE) or SiteState(RUN_SITE)
-            period = record.refresh_secs
-            if record.updated_at and now > record.updated_at:
-                period = next_period(period, now - record.updated_at)
-            record.refresh_secs, record.updated_at = period, now
-            store.put_site(record)
+            self.runtime.store.update_meta(*RUN_CADENCE, started)
         except StoreError as exc:
             self.runtime.store_error("record the run start in", exc)
             return 0.0
+        period = periods[0]
         return lookahead(period)
 
 

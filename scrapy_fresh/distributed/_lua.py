@@ -57,7 +57,7 @@ __all__ = [
     "MARK",
     "POP",
     "RELEASE",
-    "SITE_CAS",
+    "VALUE_CAS",
     "WRITE",
     "WRITE_IF",
 ]
@@ -500,7 +500,7 @@ return {out, #expired, next_host, next_due}
 #: How long (ms) a worker's turn at a contended site lasts at most (see COMMIT).
 SITE_TURN_MS = 1000
 
-#: The site compare-and-set both COMMIT and SITE_CAS make (see COMMIT): ``site_turn(P,
+#: The site compare-and-set both COMMIT and VALUE_CAS make (see COMMIT): ``site_turn(P,
 #: host, check, claim, now_site)`` returns 1 (may write), -2 (the site changed since it
 #: was read; a claim takes the free turn) or -3 (another update has the turn).
 _SITE_TURN = (
@@ -666,27 +666,30 @@ return {codes, values}
 """
 )
 
-#: Compare-and-set of one site record (trust records, quiet claims). ARGV: P, site key,
-#: check (``?``: write only if there is none; ``=`` followed by the stored value: write
-#: only if it is still that value), the new value (empty: write nothing), turn claim
-#: (empty: none). The turn is COMMIT's (``P:sturn:<key>``). Returns ``{code, value}``:
-#: 1 (written, or nothing to write and unchanged), -2 (changed since read), -3 (another
-#: update has the turn); value is the site's value now ('' if none).
-SITE_CAS = (
+#: Compare-and-set of one hash field: a site record, or a meta record (trust, quiet
+#: claims, the run cadence). ARGV: P, the hash (``sites``, ``meta:<namespace>``), the
+#: field, the turn's name (a site's host, ``meta:<namespace>/<key>``), check (``?``:
+#: write only if there is none; ``=`` followed by the stored value: write only if it is
+#: still that value), the new value (empty: write nothing), turn claim (empty: none).
+#: The turn is COMMIT's (``P:sturn:<turn name>``). Returns ``{code, value}``: 1
+#: (written, or nothing to write and unchanged), -2 (changed since read), -3 (another
+#: update has the turn); value is the field's value now ('' if none).
+VALUE_CAS = (
     _SITE_TURN
     + r"""
-local P, host, check, value, claim = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
-local K_SITES = P .. ':sites'
-local now_site = redis.call('HGET', K_SITES, host)
-local code = site_turn(P, host, check, claim, now_site)
+local P, hash, field, turn = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local check, value, claim = ARGV[5], ARGV[6], ARGV[7]
+local K = P .. ':' .. hash
+local now_value = redis.call('HGET', K, field)
+local code = site_turn(P, turn, check, claim, now_value)
 if code == 1 then
   if value ~= '' then
-    redis.call('HSET', K_SITES, host, value)
-    now_site = value
+    redis.call('HSET', K, field, value)
+    now_value = value
   end
-  local turn_key = P .. ':sturn:' .. host
+  local turn_key = P .. ':sturn:' .. turn
   if claim ~= '' and redis.call('GET', turn_key) == claim then redis.call('DEL', turn_key) end
 end
-return {code, now_site or ''}
+return {code, now_value or ''}
 """
 )

@@ -22,8 +22,9 @@ same URL:
   script that refuses a lease the worker no longer holds;
 * a visit's site aggregates are changed in Python and written by compare-and-set (the
   script writes a site only while it is as the worker read it, else the visit is done
-  again on the current site), so concurrent visits to one host all count; other site
-  records (trust, quiet claims) likewise (:meth:`RedisFrontier.update_site`);
+  again on the current site), so concurrent visits to one host all count; meta records
+  (trust, quiet claims) likewise
+  (:meth:`~scrapy_fresh.distributed.store.RedisStore.update_meta`);
 * a record written outside a visit (provider signals, request data:
   :meth:`RedisFrontier.write_records`) is written only while it is as the worker read
   it; else the worker's change is merged into the record as it is now
@@ -48,13 +49,16 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy_fresh.distributed import _lua as lua
 from scrapy_fresh.distributed.store import (
+    CAS_CLAIM_AFTER,
+    CAS_MAX_BACKOFF,
+    CAS_MAX_TRIES,
     RedisStore,
     decode_record,
-    decode_site,
     encode_record,
     encode_site,
     record_bytes,
 )
+from scrapy_fresh.exceptions import StoreError
 from scrapy_fresh.frontier.frontier import Stream
 from scrapy_fresh.frontier.revisit import RevisitPolicy, record_visit
 from scrapy_fresh.frontier.scoring import ScoreParams, priority_score
@@ -72,9 +76,6 @@ if TYPE_CHECKING:
 
     #: ``apply(record, site)``: what a visit does to its record and its site, in place.
     Apply = Callable[[PageState, SiteState], None]
-    #: ``change(site)``: the new value of a site record from its current one (None: none
-    #: yet); None to write nothing.
-    SiteChange = Callable[[SiteState | None], SiteState | None]
 
 __all__ = [
     "CLAIM_AFTER",
@@ -108,12 +109,12 @@ _DEFAULT_PARAMS = ScoreParams()
 #: Compare-and-set tries of one visit's site update (see :meth:`RedisFrontier.commit_visits`);
 #: after that the visit is written without it rather than not at all (a safety net: a
 #: visit that loses the race :data:`CLAIM_AFTER` times takes the site's turn).
-MAX_SITE_TRIES = 200
+MAX_SITE_TRIES = CAS_MAX_TRIES
 #: A visit whose site update lost the race this many times claims the site's turn.
-CLAIM_AFTER = 8
+CLAIM_AFTER = CAS_CLAIM_AFTER
 #: Longest wait (seconds) before trying again a site another visit has the turn of: a
 #: random wait up to 0.2 ms, its bound doubled per wait up to this.
-MAX_SITE_BACKOFF = 0.002
+MAX_SITE_BACKOFF = CAS_MAX_BACKOFF
 #: The lease token of a record not taken through the frontier: its commit checks no lease.
 NO_LEASE = "*"
 #: Compare-and-set tries of one record write outside a visit
@@ -150,7 +151,12 @@ def open_redis_store(
 ) -> RedisStore:
     """The Redis store of a crawl, connected through scrapy-redis's settings, scoring
     records for the frontier with :func:`due_priority`."""
-    return RedisStore.from_settings(settings, prefix, priority=due_priority(params))
+    store = RedisStore.from_settings(settings, prefix, priority=due_priority(params))
+    try:
+        store.upgrade_legacy_sites()
+    except StoreError as exc:  # Redis is not there yet: the next open moves them
+        logger.warning("scrapy_fresh: old site records not moved to meta records: %s", exc)
+    return store
 
 
 @dataclass(frozen=True)
@@ -318,7 +324,6 @@ class RedisFrontier:
         self._back_off = client.register_script(_BACK_OFF)
         self._host_done = client.register_script(lua.HOST_DONE)
         self._write_if = client.register_script(lua.WRITE_IF)
-        self._site_cas = client.register_script(lua.SITE_CAS)
         self._prefix = store.prefix
         #: Visits sent again because another worker changed their site in between.
         self.site_retries = 0
@@ -577,58 +582,6 @@ class RedisFrontier:
         args = [self._prefix, row[0], leased.token, *row[1:3], *row[4:], b"", "-", b"", "", ""]
         codes, _ = self.store._call("update a leased record", self._commit, args=args)
         return int(codes[0]) == 1
-
-    def update_site(self, host: str, change: SiteChange) -> SiteState | None:
-        """Change the site record ``host`` (a trust record, a quiet claim) by
-        compare-and-set; return it as written (None: nothing written).
-
-        ``change(site)`` gets the current record (None: there is none) and returns its
-        new value, or None to leave it; it may run more than once (another worker
-        changed the record in between: it runs again on the new value,
-        :attr:`site_retries`), so it must compute from its argument only. The policy
-        maths stays in Python; concurrent updates of one record all count. It starts
-        from the value this frontier object last saw (one round trip when nobody else
-        wrote the record) and takes the record's turn after :data:`CLAIM_AFTER` lost
-        races, as :meth:`commit_visits` does.
-        """
-        known = self._site_values
-        if host not in known:
-            if len(known) >= SITE_CACHE_HOSTS:
-                known.clear()
-            known.update(self.store.read_sites([host]))
-        tries = waits = 0
-        claim = ""
-        while True:
-            base = known.get(host)
-            result = change(decode_site(base))
-            if result is None and not claim:
-                return None  # nothing to write (a turn claimed is handed back below)
-            if result is not None and result.host != host:
-                raise ValueError(f"site {result.host!r} is not {host!r}.")
-            value = b"" if result is None else encode_site(result)
-            check: bytes | str = "?" if base is None else b"=" + base
-            code, now_site = self.store._run(
-                self._site_cas, "update a site record", host.encode(), check, value, claim
-            )
-            known[host] = now_site or None
-            code = int(code)
-            if code == 1:
-                return result
-            tries += 1
-            self.site_retries += 1
-            if tries >= MAX_SITE_TRIES:
-                self.site_given_up += 1
-                logger.warning(
-                    "scrapy_fresh: the site record %(host)s was busy for %(n)d tries; "
-                    "an update of it is not written.",
-                    {"host": host, "n": MAX_SITE_TRIES},
-                )
-                return None
-            if code == -3:
-                waits += 1
-                time.sleep(random.uniform(0.0, min(MAX_SITE_BACKOFF, 0.0001 * 2**waits)))
-            elif tries >= CLAIM_AFTER and not claim:
-                claim = f"{self._claim_id}:{next(self._claim_numbers)}"
 
     def write_records(
         self, writes: Iterable[tuple[bytes | None, PageState]]

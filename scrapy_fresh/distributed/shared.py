@@ -16,8 +16,8 @@ this worker still holds the lease, with the site aggregates updated by compare-a
 (:meth:`~scrapy_fresh.distributed.frontier.RedisFrontier.commit_visits`). Every other
 write of a record (provider signals, request data) is a compare-and-set against the
 value this worker read (:meth:`~scrapy_fresh.distributed.frontier.RedisFrontier.write_records`),
-and a site record's update (trust, quiet claims) goes through
-:meth:`OutageSafeStore.update_site`.
+and a meta record's update (trust, quiet claims) goes through
+:meth:`OutageSafeStore.update_meta`.
 """
 
 from __future__ import annotations
@@ -42,16 +42,16 @@ from scrapy_fresh.distributed.frontier import (
 from scrapy_fresh.distributed.store import RedisStore, decode_record
 from scrapy_fresh.exceptions import StoreError
 from scrapy_fresh.frontier.frontier import Stream
-from scrapy_fresh.store._checks import log_regressions
+from scrapy_fresh.store._checks import encode_meta, log_regressions
 from scrapy_fresh.store.base import SiteState, Status
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
 
     from scrapy_fresh.config import FreshConfig
-    from scrapy_fresh.distributed.frontier import Apply, SiteChange
+    from scrapy_fresh.distributed.frontier import Apply
     from scrapy_fresh.outcome import Outcome
-    from scrapy_fresh.store.base import PageState, StateStore
+    from scrapy_fresh.store.base import MetaChange, PageState, StateStore
 
 __all__ = [
     "FreshStartUrlsMixin",
@@ -168,6 +168,8 @@ class OutageSafeStore:
         #: Records leased by this worker, with their lease tokens, until their visit is written.
         self.leased: dict[str, tuple[PageState, str]] = {}
         self._sites: dict[str, SiteState] = {}
+        #: ``"<namespace>/<key>"`` -> the meta record as this worker last saw it.
+        self._meta: dict[str, dict[str, Any]] = {}
         self._backoff = _Backoff("the store", inner.where)
         #: Writes the visits (lease-checked, sites by compare-and-set).
         self.frontier = RedisFrontier(inner)
@@ -360,20 +362,38 @@ class OutageSafeStore:
             if again_:  # added by another worker meanwhile: merge into it
                 self._apply_writes(again_, again=again)
 
-    def update_site(self, host: str, change: SiteChange) -> SiteState | None:
-        """Change the site record ``host`` by compare-and-set
-        (:meth:`~scrapy_fresh.distributed.frontier.RedisFrontier.update_site`):
-        ``change(site)`` runs on the current value, again if another worker changed it
-        (stat ``fresh/redis/site_retries``), so updates of one record by concurrent
-        workers (trust evidence) all count. While Redis is unreachable it is applied to
-        the last copy seen and applied again to the stored value when Redis is back.
-        Returns the record as written (None: nothing written)."""
+    # -- meta records -------------------------------------------------------------------
+
+    def get_meta(self, namespace: str, key: str) -> dict[str, Any] | None:
+        """The meta record, or (Redis unreachable) the copy this worker last saw."""
+        name = f"{namespace}/{key}"
+        try:
+            value: dict[str, Any] | None = self._read("get_meta", namespace, key)
+        except StoreError as exc:
+            if name not in self._meta or not is_outage(exc):
+                raise
+            return copy.deepcopy(self._meta[name])
+        if value is not None:
+            self._meta[name] = copy.deepcopy(value)
+        return value
+
+    def put_meta(self, namespace: str, key: str, value: dict[str, Any]) -> None:
+        encode_meta(namespace, key, value)  # a bad value fails now, not at the replay
+        self._meta[f"{namespace}/{key}"] = copy.deepcopy(value)
+        self._write("put_meta", namespace, key, value)
+
+    def update_meta(self, namespace: str, key: str, change: MetaChange) -> dict[str, Any] | None:
+        """Change a meta record by compare-and-set
+        (:meth:`~scrapy_fresh.distributed.store.RedisStore.update_meta`; stat
+        ``fresh/redis/meta_retries``). While Redis is unreachable ``change`` is applied
+        to the last copy seen, and applied again to the stored value when Redis is back."""
+        name = f"{namespace}/{key}"
         self._before()
         if not self.pending:
-            frontier = self.frontier
-            before = frontier.site_retries
+            inner = self.inner
+            before = inner.meta_retries
             try:
-                result = frontier.update_site(host, change)
+                result = inner.update_meta(namespace, key, change)
             except StoreError as exc:
                 if not is_outage(exc):
                     raise
@@ -381,20 +401,25 @@ class OutageSafeStore:
             else:
                 self._backoff.succeeded()
                 if result is not None:
-                    self._sites[host] = copy.deepcopy(result)
+                    self._meta[name] = copy.deepcopy(result)
                 return result
             finally:
-                if frontier.site_retries > before:
-                    self.stat("fresh/redis/site_retries", frontier.site_retries - before)
-        current = self._sites.get(host)
-        result = change(copy.deepcopy(current))
+                if inner.meta_retries > before:
+                    self.stat("fresh/redis/meta_retries", inner.meta_retries - before)
+        result = change(copy.deepcopy(self._meta.get(name)))
         if result is not None:
-            self._sites[host] = copy.deepcopy(result)
-        self.pending.append(("_replay_update_site", (host, change)))
+            encode_meta(namespace, key, result)
+            self._meta[name] = copy.deepcopy(result)
+        self.pending.append(("update_meta", (namespace, key, change)))
         return result
 
-    def _replay_update_site(self, host: str, change: SiteChange) -> None:
-        self.frontier.update_site(host, change)
+    def delete_meta(self, namespace: str, key: str) -> bool:
+        self._meta.pop(f"{namespace}/{key}", None)
+        return bool(self._write("delete_meta", namespace, key))
+
+    def meta(self, namespace: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        result: Iterator[tuple[str, dict[str, Any]]] = self._read("meta", namespace)
+        return result
 
     def _update_leased(self, state: PageState, token: str) -> None:
         if not self.frontier.update_leased(Leased(state, token, Stream.NEW), state):

@@ -22,7 +22,10 @@ import base64
 import json
 import logging
 import math
+import random
 import threading
+import time
+import uuid
 from dataclasses import MISSING, fields
 from itertools import islice
 from typing import TYPE_CHECKING, Any
@@ -33,12 +36,16 @@ from scrapy_fresh.store._checks import (
     check_host,
     check_key,
     check_limit,
+    check_meta_name,
     check_site,
     check_state,
     check_time,
     copy_json,
+    decode_meta,
+    encode_meta,
     log_regressions,
 )
+from scrapy_fresh.store._legacy import is_legacy_site, meta_of_site
 from scrapy_fresh.store.base import (
     ClosingStore,
     PageState,
@@ -54,7 +61,12 @@ if TYPE_CHECKING:
 
     import redis
 
+    from scrapy_fresh.store.base import MetaChange
+
 __all__ = [
+    "CAS_CLAIM_AFTER",
+    "CAS_MAX_BACKOFF",
+    "CAS_MAX_TRIES",
     "MAX_DOC_ID",
     "RedisStore",
     "decode_record",
@@ -68,6 +80,18 @@ logger = logging.getLogger(__name__)
 
 #: Largest doc_id the Redis store keeps exactly (sorted-set scores are doubles).
 MAX_DOC_ID = 1 << 53
+#: Tries of one compare-and-set (:meth:`RedisStore.compare_and_set`) before it is given
+#: up (a safety net: an update that loses the race :data:`CAS_CLAIM_AFTER` times takes
+#: the value's turn).
+CAS_MAX_TRIES = 200
+#: An update that lost the race this many times claims the value's turn.
+CAS_CLAIM_AFTER = 8
+#: Longest wait (seconds) before trying again a value another update has the turn of: a
+#: random wait up to 0.2 ms, its bound doubled per wait up to this.
+CAS_MAX_BACKOFF = 0.002
+#: Meta values a store object keeps as last seen (the start of the next compare-and-set;
+#: all forgotten when there would be more).
+META_CACHE = 10_000
 #: Records per write script call; a bigger call is split (see :meth:`RedisStore.put_many`).
 WRITE_CHUNK = 20_000
 #: Keys per read command or per mark/release script call.
@@ -297,6 +321,13 @@ class RedisStore(ClosingStore):
         self._mark = client.register_script(lua.MARK)
         self._release = client.register_script(lua.RELEASE)
         self._write_if = client.register_script(lua.WRITE_IF)
+        self._value_cas = client.register_script(lua.VALUE_CAS)
+        #: Updates of meta records run again because another process wrote in between.
+        self.meta_retries = 0
+        #: ``"<namespace>/<key>"`` -> its stored value as last seen (None: none).
+        self._meta_values: dict[str, bytes | None] = {}
+        self._claim_id = uuid.uuid4().hex[:16]
+        self._claim_numbers = iter(range(1 << 62))
 
     @classmethod
     def from_settings(
@@ -672,6 +703,147 @@ class RedisStore(ClosingStore):
                     yield SiteState.from_dict(_loads(value))
             if not cursor:
                 return
+
+    # -- compare-and-set -------------------------------------------------------
+
+    def compare_and_set(
+        self, hash_name: str, field: str, turn: str,
+        change: Callable[[bytes | None], bytes | None], known: dict[str, bytes | None], *,
+        max_tries: int = CAS_MAX_TRIES, claim_after: int = CAS_CLAIM_AFTER,
+    ) -> tuple[bool, int]:  # fmt: skip
+        """Change the field ``field`` of the hash ``P:<hash_name>`` by compare-and-set
+        (:data:`~scrapy_fresh.distributed._lua.VALUE_CAS`); return (written, retries).
+
+        ``change(value)`` gets the stored value (None: there is none) and returns the new
+        one, or None to leave it; it runs again on the new value when another process
+        wrote in between, so it must compute from its argument only. ``known`` holds the
+        values last seen (the first try starts there: one round trip when nobody else
+        wrote); it is kept up to date. After ``claim_after`` lost races the update claims
+        the value's turn (``P:sturn:<turn>``, COMMIT's), so it gets through however busy
+        the value is; after ``max_tries`` it is given up (logged).
+        """
+        tries = waits = 0
+        claim = ""
+        while True:
+            base = known.get(field)
+            value = change(base)
+            if value is None and not claim:
+                return False, tries  # nothing to write (a turn claimed is handed back below)
+            check: bytes | str = "?" if base is None else b"=" + base
+            code, now_value = self._run(
+                self._value_cas, f"update {hash_name} {field}", hash_name, field.encode(),
+                turn, check, value or b"", claim,
+            )  # fmt: skip
+            known[field] = now_value or None
+            code = int(code)
+            if code == 1:
+                return value is not None, tries
+            tries += 1
+            if tries >= max_tries:
+                logger.warning(
+                    "scrapy_fresh: %(what)s was busy for %(n)d tries; an update of it is "
+                    "not written.",
+                    {"what": f"{hash_name} {field}", "n": max_tries},
+                )
+                return False, tries
+            if code == -3:
+                waits += 1
+                time.sleep(random.uniform(0.0, min(CAS_MAX_BACKOFF, 0.0001 * 2**waits)))
+            elif tries >= claim_after and not claim:
+                claim = f"{self._claim_id}:{next(self._claim_numbers)}"
+
+    # -- meta records ----------------------------------------------------------
+
+    def _k_meta(self, namespace: str) -> str:
+        return f"{self.prefix}:meta:{namespace}"
+
+    def get_meta(self, namespace: str, key: str) -> dict[str, Any] | None:
+        """Return the meta record ``key`` of ``namespace``, or None."""
+        check_meta_name(namespace, key)
+        value = self._call("read a meta record", self.client.hget, self._k_meta(namespace), key)
+        self._meta_values[f"{namespace}/{key}"] = value
+        return None if value is None else decode_meta(value)
+
+    def put_meta(self, namespace: str, key: str, value: dict[str, Any]) -> None:
+        """Insert or replace the meta record ``key`` of ``namespace`` (last writer wins;
+        :meth:`update_meta` for records several processes change)."""
+        text = encode_meta(namespace, key, value).encode()
+        self._call("write a meta record", self.client.hset, self._k_meta(namespace), key, text)
+
+    def update_meta(self, namespace: str, key: str, change: MetaChange) -> dict[str, Any] | None:
+        """Write ``change(stored value)`` unless it is None, by compare-and-set
+        (:meth:`compare_and_set`: concurrent updates from several workers all count);
+        return what was written (None: nothing)."""
+        check_meta_name(namespace, key)
+        name = f"{namespace}/{key}"
+        known = self._meta_values
+        if name not in known:
+            if len(known) >= META_CACHE:
+                known.clear()
+            known[name] = self._call(
+                "read a meta record", self.client.hget, self._k_meta(namespace), key
+            )
+        written: list[bytes] = []
+
+        def raw_change(base: bytes | None) -> bytes | None:
+            new = change(None if base is None else decode_meta(base))
+            if new is None:
+                return None
+            written[:] = [encode_meta(namespace, key, new).encode()]
+            return written[0]
+
+        cache = {key: known[name]}
+        done, retries = self.compare_and_set(
+            f"meta:{namespace}", key, f"meta:{name}", raw_change, cache
+        )
+        known[name] = cache[key]
+        self.meta_retries += retries
+        return decode_meta(written[0]) if done else None
+
+    def delete_meta(self, namespace: str, key: str) -> bool:
+        """Remove the meta record ``key`` of ``namespace``; return whether there was one."""
+        check_meta_name(namespace, key)
+        self._meta_values.pop(f"{namespace}/{key}", None)
+        gone = self._call("delete a meta record", self.client.hdel, self._k_meta(namespace), key)
+        return bool(gone)
+
+    def meta(self, namespace: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Yield every meta record of ``namespace``, by key (read with HSCAN, sorted)."""
+        check_meta_name(namespace, "-")
+        self._check_open()
+        found: dict[str, bytes] = {}
+        cursor = 0
+        while True:
+            cursor, batch = self._call(
+                "read meta records", self.client.hscan, self._k_meta(namespace), cursor,
+                count=1000,
+            )  # fmt: skip
+            found.update((k.decode(), v) for k, v in batch.items())
+            if not cursor:
+                break
+        return ((key, decode_meta(found[key])) for key in sorted(found))
+
+    def upgrade_legacy_sites(self) -> int:
+        """Move the site records that were meta records (written before meta records
+        existed: :mod:`scrapy_fresh.store._legacy`) into meta records; return how many.
+        A meta record that exists already is kept (a newer worker wrote it)."""
+        moved = 0
+        for site in [s for s in self.sites() if is_legacy_site(s.host)]:
+            target = meta_of_site(site)
+            pipe = self.client.pipeline(transaction=True)
+            if target is not None:
+                namespace, key, value = target
+                pipe.hsetnx(self._k_meta(namespace), key, encode_meta(namespace, key, value))
+            pipe.hdel(self.k_sites, site.host.encode())
+            self._call("move an old site record", pipe.execute)
+            moved += 1
+        if moved:
+            logger.info(
+                "Redis store %(prefix)s: moved %(n)d old trust, quiet-claim and run records "
+                "from the site records to meta records.",
+                {"prefix": self.prefix, "n": moved},
+            )
+        return moved
 
     # -- lifecycle -------------------------------------------------------------
 

@@ -1,45 +1,47 @@
-"""Trust records per host and signal kind, kept in the store beside the site records.
+"""Trust records per host and signal kind, kept in the store as meta records.
 
-The :class:`~scrapy_fresh.store.base.StateStore` protocol has page and site records
-only; a trust record (:class:`~scrapy_fresh.policy.trust.TrustRecord`) is stored as a
-:class:`~scrapy_fresh.store.base.SiteState` whose ``host`` is ``trust/<kind>/<host>``
-(a ``/`` never occurs in a host name, so it cannot collide with a real site) and whose
-fields hold:
+A trust record (:class:`~scrapy_fresh.policy.trust.TrustRecord`) is the meta record
+(:meth:`~scrapy_fresh.store.base.StateStore.update_meta`) ``<kind>/<host>`` of the
+namespace ``trust``:
 
 =================  ==============================================
-``visits``         observations (evidence events)
-``changes``        1 if the host's signals of this kind are demoted
-``p_c``            confirmed evidence weight (decayed)
-``refresh_secs``   refuted evidence weight (decayed)
-``updated_at``     when a claim of this kind was last received
+``observations``   evidence events
+``demoted``        whether the host's signals of this kind are demoted
+``confirmed``      confirmed evidence weight (decayed)
+``refuted``        refuted evidence weight (decayed)
+``last_claim_at``  when a claim of this kind was last received
 =================  ==============================================
 
-So every backend keeps trust without a schema change, in the same transactions as the
-rest of the crawl state. A record exists once the host has sent a claim of that kind:
-its existence says the host *uses* that kind of signal.
+So every backend keeps trust in the same transactions as the rest of the crawl state,
+and the shared Redis store updates it by compare-and-set (the evidence several workers
+add to one host's record all counts). A record exists once the host has sent a claim of
+that kind: its existence says the host *uses* that kind of signal.
 
 A quiet claim that reaches past a page's own due time (:class:`QuietClaim`: a
 ``max-age``, ``Expires`` or ``<ttl>`` later than the refresh rule's due time, or a
 ``<skipHours>``/``<skipDays>`` window that due time falls in) is judged at the page's
 next visit (:func:`~scrapy_fresh.policy.trust.observe_quiet`), which may come in a later
-run. It is kept the same way, as a site record ``quiet/<page key>``:
+run. It is kept as the meta record ``<page key>`` of the namespace ``quiet``:
 
 =================  ==============================================
-``updated_at``     when the claim was made
-``p_c``            the page's own due time then (the refresh rule's)
-``refresh_secs``   the claimed not-before time (None: a window only)
-``checks``         ``hours`` and ``days`` of the quiet window, as bit masks
+``claimed_at``     when the claim was made
+``own_due``        the page's own due time then (the refresh rule's)
+``until``          the claimed not-before time (null: a window only)
+``hours``          the quiet window's hours (0-23 UTC)
+``days``           the quiet window's days (0 = Monday)
 =================  ==============================================
 
 One record per page whose claims ever reached that far, overwritten by its next such
 claim; a record older than the page's last crawl is stale and ignored, so none needs
-deleting.
+deleting. (Stores written before meta records kept both as site rows ``trust/...`` and
+``quiet/...``; opening such a store moves them: :mod:`scrapy_fresh.store._legacy`.)
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from scrapy_fresh.policy.trust import (
     DEFAULT_TRUST_PARAMS,
@@ -53,45 +55,38 @@ from scrapy_fresh.policy.trust import (
     trust_score,
 )
 from scrapy_fresh.providers.signals import SIGNAL_KINDS, QuietWindow
-from scrapy_fresh.store.base import SiteState, StateStore
+from scrapy_fresh.store.base import StateStore
 
 __all__ = [
     "QUIET_KIND",
-    "QUIET_PREFIX",
-    "TRUST_PREFIX",
+    "QUIET_NAMESPACE",
+    "TRUST_NAMESPACE",
     "HostTrust",
     "QuietClaim",
     "TrustLedger",
-    "is_ledger_site",
-    "is_trust_site",
     "iter_trust",
-    "quiet_site_key",
-    "trust_site_key",
+    "trust_key",
 ]
 
-#: Prefix of the site keys that hold trust records.
-TRUST_PREFIX = "trust/"
-#: Prefix of the site keys that hold a page's quiet claim (:class:`QuietClaim`).
-QUIET_PREFIX = "quiet/"
+#: The meta namespace of trust records (:class:`HostTrust`).
+TRUST_NAMESPACE = "trust"
+#: The meta namespace of the pages' quiet claims (:class:`QuietClaim`).
+QUIET_NAMESPACE = "quiet"
 #: The signal kind of quiet claims (``max-age``, ``Expires``, ``<ttl>``, skip windows).
 QUIET_KIND = "cache"
 
 
-def quiet_site_key(key: str) -> str:
-    """The site key of the quiet claim about the page of record key ``key``.
-
-    >>> quiet_site_key("ab12")
-    'quiet/ab12'
-    """
-    return f"{QUIET_PREFIX}{key}"
+def _float(value: Any, default: float = 0.0) -> float:
+    """A number read from a meta record (anything else: ``default``)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return default
 
 
-def _mask(values: frozenset[int]) -> int:
-    return sum(1 << v for v in values)
-
-
-def _unmask(mask: int, width: int) -> frozenset[int]:
-    return frozenset(v for v in range(width) if mask >> v & 1)
+def _ints(values: Any, width: int) -> frozenset[int]:
+    if not isinstance(values, list):
+        return frozenset()
+    return frozenset(v for v in values if type(v) is int and 0 <= v < width)
 
 
 @dataclass(frozen=True)
@@ -107,7 +102,7 @@ class QuietClaim:
     >>> c = QuietClaim(100.0, 200.0, until=1100.0)
     >>> c.reaches_past(200.0), c.quiet_secs(100.0, 600.0)
     (True, 500.0)
-    >>> QuietClaim.from_site(c.to_site("ab12")) == c
+    >>> QuietClaim.from_meta(c.to_meta()) == c
     True
     """
 
@@ -150,50 +145,35 @@ class QuietClaim:
             days=self.days,
         )
 
-    def to_site(self, key: str) -> SiteState:
-        return SiteState(
-            quiet_site_key(key),
-            p_c=self.own_due,
-            refresh_secs=self.until,
-            updated_at=self.claimed_at,
-            checks={"hours": _mask(self.hours), "days": _mask(self.days)},
-        )
+    def to_meta(self) -> dict[str, Any]:
+        """The claim as its meta record's value (the module docstring: the fields)."""
+        return {
+            "claimed_at": self.claimed_at,
+            "own_due": self.own_due,
+            "until": self.until,
+            "hours": sorted(self.hours),
+            "days": sorted(self.days),
+        }
 
     @classmethod
-    def from_site(cls, site: SiteState) -> QuietClaim | None:
-        if not site.host.startswith(QUIET_PREFIX):
-            return None
-        checks = site.checks or {}
+    def from_meta(cls, value: dict[str, Any]) -> QuietClaim:
+        until = value.get("until")
         return cls(
-            claimed_at=float(site.updated_at),
-            own_due=float(site.p_c),
-            until=None if site.refresh_secs is None else float(site.refresh_secs),
-            hours=_unmask(int(checks.get("hours", 0)), 24),
-            days=_unmask(int(checks.get("days", 0)), 7),
+            claimed_at=_float(value.get("claimed_at")),
+            own_due=_float(value.get("own_due")),
+            until=None if until is None else _float(until),
+            hours=_ints(value.get("hours"), 24),
+            days=_ints(value.get("days"), 7),
         )
 
 
-def trust_site_key(host: str, kind: str) -> str:
-    """The site key of ``host``'s trust in signals of ``kind``.
+def trust_key(host: str, kind: str) -> str:
+    """The meta key of ``host``'s trust in signals of ``kind`` (namespace ``trust``).
 
-    >>> trust_site_key("example.com", "sitemap")
-    'trust/sitemap/example.com'
+    >>> trust_key("example.com", "sitemap")
+    'sitemap/example.com'
     """
-    return f"{TRUST_PREFIX}{kind}/{host}"
-
-
-def is_trust_site(host: str) -> bool:
-    """Whether a site record's ``host`` is really a trust record."""
-    return host.startswith(TRUST_PREFIX)
-
-
-def is_ledger_site(host: str) -> bool:
-    """Whether a site record is the ledger's (trust or quiet claim), not a real host's.
-
-    >>> is_ledger_site("trust/sitemap/example.com"), is_ledger_site("example.com")
-    (True, False)
-    """
-    return host.startswith((TRUST_PREFIX, QUIET_PREFIX))
+    return f"{kind}/{host}"
 
 
 @dataclass
@@ -205,31 +185,31 @@ class HostTrust:
     record: TrustRecord
     last_claim_at: float = 0.0
 
-    def to_site(self) -> SiteState:
+    def to_meta(self) -> dict[str, Any]:
+        """The record as its meta value (the module docstring: the fields)."""
         r = self.record
-        return SiteState(
-            trust_site_key(self.host, self.kind),
-            visits=r.observations,
-            changes=int(r.demoted),
-            p_c=r.confirmed,
-            refresh_secs=r.refuted,
-            updated_at=self.last_claim_at,
-        )
+        return {
+            "observations": r.observations,
+            "demoted": r.demoted,
+            "confirmed": r.confirmed,
+            "refuted": r.refuted,
+            "last_claim_at": self.last_claim_at,
+        }
 
     @classmethod
-    def from_site(cls, site: SiteState) -> HostTrust | None:
-        if not is_trust_site(site.host):
-            return None
-        kind, sep, host = site.host[len(TRUST_PREFIX) :].partition("/")
+    def from_meta(cls, key: str, value: dict[str, Any]) -> HostTrust | None:
+        """The record of meta key ``key`` (None: not a known kind's)."""
+        kind, sep, host = key.partition("/")
         if not sep or kind not in SIGNAL_KINDS:
             return None
+        observations = value.get("observations")
         record = TrustRecord(
-            confirmed=max(0.0, float(site.p_c)),
-            refuted=max(0.0, float(site.refresh_secs or 0.0)),
-            demoted=bool(site.changes),
-            observations=max(0, int(site.visits)),
+            confirmed=max(0.0, _float(value.get("confirmed"))),
+            refuted=max(0.0, _float(value.get("refuted"))),
+            demoted=value.get("demoted") is True,
+            observations=max(0, observations if type(observations) is int else 0),
         )
-        return cls(host, kind, record, float(site.updated_at))
+        return cls(host, kind, record, _float(value.get("last_claim_at")))
 
 
 class TrustLedger:
@@ -244,8 +224,10 @@ class TrustLedger:
         """The trust of ``host`` in ``kind``, or None if it never sent such a claim."""
         key = (host, kind)
         if key not in self._cache:
-            site = self.store.get_site(trust_site_key(host, kind))
-            self._cache[key] = HostTrust.from_site(site) if site is not None else None
+            value = self.store.get_meta(TRUST_NAMESPACE, trust_key(host, kind))
+            self._cache[key] = (
+                None if value is None else HostTrust.from_meta(f"{kind}/{host}", value)
+            )
         return self._cache[key]
 
     def trusted(self, host: str, kind: str) -> bool:
@@ -265,31 +247,19 @@ class TrustLedger:
     def _update(
         self, host: str, kind: str, change: Callable[[HostTrust, bool], bool]
     ) -> HostTrust:
-        """Apply ``change(entry, new)`` (True: write it) to the trust record and write it.
-
-        A store with ``update_site`` (the shared Redis store,
-        :meth:`~scrapy_fresh.distributed.shared.OutageSafeStore.update_site`) runs ``change`` on
-        the stored record by compare-and-set, so that the evidence several workers add
-        to one host's record concurrently all counts; other stores write the cached
-        record (one process owns it)."""
-        update = getattr(self.store, "update_site", None)
-        if update is None:
-            entry = self.get(host, kind)
-            new = entry is None
-            if entry is None:
-                entry = self._cache[(host, kind)] = HostTrust(host, kind, TrustRecord())
-            if change(entry, new):
-                self.store.put_site(entry.to_site())
-            return entry
+        """Apply ``change(entry, new)`` (True: write it) to the stored trust record with
+        :meth:`~scrapy_fresh.store.base.StateStore.update_meta`: on the shared Redis store
+        it is a compare-and-set, so the evidence several workers add to one host's
+        record concurrently all counts."""
         seen: list[HostTrust] = []
 
-        def apply(site: SiteState | None) -> SiteState | None:
-            found = HostTrust.from_site(site) if site is not None else None
+        def apply(value: dict[str, Any] | None) -> dict[str, Any] | None:
+            found = None if value is None else HostTrust.from_meta(f"{kind}/{host}", value)
             entry = found or HostTrust(host, kind, TrustRecord())
             seen[:] = [entry]
-            return entry.to_site() if change(entry, found is None) else None
+            return entry.to_meta() if change(entry, found is None) else None
 
-        update(trust_site_key(host, kind), apply)
+        self.store.update_meta(TRUST_NAMESPACE, trust_key(host, kind), apply)
         self._cache[(host, kind)] = seen[0]
         return seen[0]
 
@@ -347,23 +317,19 @@ class TrustLedger:
 
     def quiet_claim(self, key: str) -> QuietClaim | None:
         """The quiet claim stored for the page of record key ``key``, if any."""
-        site = self.store.get_site(quiet_site_key(key))
-        return QuietClaim.from_site(site) if site is not None else None
+        value = self.store.get_meta(QUIET_NAMESPACE, key)
+        return None if value is None else QuietClaim.from_meta(value)
 
     def put_quiet_claim(self, key: str, claim: QuietClaim) -> None:
-        """Keep ``claim`` for the next visit of the page of record key ``key`` (with
-        ``update_site``, unless a later claim is stored already)."""
-        update = getattr(self.store, "update_site", None)
-        if update is None:
-            self.store.put_site(claim.to_site(key))
-            return
+        """Keep ``claim`` for the next visit of the page of record key ``key``, unless a
+        later claim is stored already."""
 
-        def change(site: SiteState | None) -> SiteState | None:
-            if site is not None and site.updated_at > claim.claimed_at:
+        def change(value: dict[str, Any] | None) -> dict[str, Any] | None:
+            if value is not None and QuietClaim.from_meta(value).claimed_at > claim.claimed_at:
                 return None
-            return claim.to_site(key)
+            return claim.to_meta()
 
-        update(quiet_site_key(key), change)
+        self.store.update_meta(QUIET_NAMESPACE, key, change)
 
     def score(self, host: str, kind: str) -> float:
         return trust_score(self.record(host, kind), self.params)
@@ -375,7 +341,7 @@ class TrustLedger:
 
 def iter_trust(store: StateStore) -> Iterator[HostTrust]:
     """Every trust record of ``store`` (for ``scrapy-fresh status``)."""
-    for site in store.sites():
-        entry = HostTrust.from_site(site)
+    for key, value in store.meta(TRUST_NAMESPACE):
+        entry = HostTrust.from_meta(key, value)
         if entry is not None:
             yield entry

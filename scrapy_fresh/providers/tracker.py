@@ -45,7 +45,7 @@ import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from scrapy_fresh.keys import url_host, url_key
 from scrapy_fresh.outcome import Outcome
@@ -68,9 +68,9 @@ from scrapy_fresh.providers.apply import (
     detected_level,
     signal_due,
 )
-from scrapy_fresh.providers.ledger import QUIET_KIND, TRUST_PREFIX, QuietClaim, TrustLedger
+from scrapy_fresh.providers.ledger import QUIET_KIND, QuietClaim, TrustLedger
 from scrapy_fresh.providers.signals import NotBefore, PastUpdate, Signals
-from scrapy_fresh.store.base import PageState, Provider, SiteState, StateStore, Status
+from scrapy_fresh.store.base import PageState, Provider, StateStore, Status
 from scrapy_fresh.validators import parse_http_date
 
 __all__ = [
@@ -80,9 +80,11 @@ __all__ = [
     "MAX_HOST_RATES",
     "MAX_PENDING",
     "PAST_KINDS",
+    "STAMPED_NAMESPACE",
     "STAMP_KINDS",
     "PageRecords",
     "SignalTracker",
+    "StampedReads",
     "group_key",
 ]
 
@@ -130,17 +132,36 @@ class _Visit:
 logger = logging.getLogger(__name__)
 
 
+#: The meta namespace of the stamped reads in a row of a host's documents of one kind
+#: (key ``<kind>/<host>``; value ``reads``, ``entries``, ``read_at``).
+STAMPED_NAMESPACE = "trust.stamped"
+
+
+@dataclass(frozen=True)
+class StampedReads:
+    """Reads in a row of ``(host, kind)``'s documents that dated every entry at the time
+    they were read (:func:`~scrapy_fresh.policy.trust.stamps_read_time`)."""
+
+    reads: int
+    entries: int
+    read_at: float
+
+    @classmethod
+    def from_meta(cls, value: dict[str, Any]) -> StampedReads | None:
+        reads, entries, read_at = value.get("reads"), value.get("entries"), value.get("read_at")
+        if type(reads) is not int or type(entries) is not int or reads <= 0:
+            return None
+        return cls(reads, entries, float(read_at) if isinstance(read_at, (int, float)) else 0.0)
+
+
 def group_key(group: tuple[str, str]) -> str:
-    """The site key that keeps the stamped reads of ``(host, kind)``'s documents: under
-    the ledger's prefix (:func:`~scrapy_fresh.providers.ledger.is_ledger_site`, so it is
-    no host's record) with a kind no trust record has (so
-    :func:`~scrapy_fresh.providers.ledger.iter_trust` skips it).
+    """The meta key (namespace :data:`STAMPED_NAMESPACE`) of ``(host, kind)``'s reads.
 
     >>> group_key(("example.com", "sitemap"))
-    'trust/stamped/sitemap/example.com'
+    'sitemap/example.com'
     """
     host, kind = group
-    return f"{TRUST_PREFIX}stamped/{kind}/{host}"
+    return f"{kind}/{host}"
 
 
 def _no_stat(name: str, count: int = 1) -> None:
@@ -226,7 +247,7 @@ class SignalTracker:
         self._host_seen: OrderedDict[str, list[float]] = OrderedDict()
         #: (host, kind) -> its documents' stamped reads in a row (:meth:`_unstamped`), as
         #: kept in the store (None: the last read had real dates)
-        self._stamped: OrderedDict[tuple[str, str], SiteState | None] = OrderedDict()
+        self._stamped: OrderedDict[tuple[str, str], StampedReads | None] = OrderedDict()
         #: (host, kind) whose stamped documents were logged in this run
         self._stamp_logged: set[tuple[str, str]] = set()
 
@@ -360,13 +381,12 @@ class SignalTracker:
                 if before is not None:  # real dates: believed again
                     self._put_stamp_state(group, None)
                 continue
-            if before is not None and now - before.updated_at <= STAMP_TOLERANCE_SECS:
-                reads, entries = before.visits, before.changes  # the same read again
+            if before is not None and now - before.read_at <= STAMP_TOLERANCE_SECS:
+                reads, entries = before.reads, before.entries  # the same read again
             else:
-                reads = 1 if before is None else before.visits + 1
-                entries = stamped if before is None else before.changes + stamped
-                state = SiteState(group_key(group), reads, entries, updated_at=now)
-                self._put_stamp_state(group, state)
+                reads = 1 if before is None else before.reads + 1
+                entries = stamped if before is None else before.entries + stamped
+                self._put_stamp_state(group, StampedReads(reads, entries, now))
             if reads < 2 or entries < STAMP_MIN_ENTRIES:
                 continue
             dropped.add(group)
@@ -403,22 +423,26 @@ class SignalTracker:
             report=signals.report,
         )
 
-    def _stamp_state(self, group: tuple[str, str]) -> SiteState | None:
+    def _stamp_state(self, group: tuple[str, str]) -> StampedReads | None:
         """The stamped reads in a row of ``group``'s documents, from the store the first
         time (a cycle crawl reads a sitemap once per run)."""
         if group in self._stamped:
             self._stamped.move_to_end(group)
             return self._stamped[group]
-        site = self.store.get_site(group_key(group))
-        state = site if site is not None and site.visits > 0 else None
+        value = self.store.get_meta(STAMPED_NAMESPACE, group_key(group))
+        state = None if value is None else StampedReads.from_meta(value)
         if len(self._stamped) >= MAX_HOST_RATES:
             self._stamped.popitem(last=False)
         self._stamped[group] = state
         return state
 
-    def _put_stamp_state(self, group: tuple[str, str], state: SiteState | None) -> None:
+    def _put_stamp_state(self, group: tuple[str, str], state: StampedReads | None) -> None:
         self._stamped[group] = state
-        self.store.put_site(state if state is not None else SiteState(group_key(group)))
+        if state is None:
+            self.store.delete_meta(STAMPED_NAMESPACE, group_key(group))
+        else:
+            value = {"reads": state.reads, "entries": state.entries, "read_at": state.read_at}
+            self.store.put_meta(STAMPED_NAMESPACE, group_key(group), value)
 
     def _caught(self, host: str) -> set[str]:
         """The announced kinds whose claims ``host`` must earn: all of them once any

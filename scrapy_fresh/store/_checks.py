@@ -22,10 +22,13 @@ __all__ = [
     "check_host",
     "check_key",
     "check_limit",
+    "check_meta_name",
     "check_site",
     "check_state",
     "check_time",
     "copy_json",
+    "decode_meta",
+    "encode_meta",
     "log_regressions",
 ]
 
@@ -73,6 +76,53 @@ def check_host(host: str) -> str:
     if not isinstance(host, str) or not host or host != host.strip() or " " in host:
         raise ValueError(f"host ({host!r}) must be a host name such as 'example.com'.")
     return host
+
+
+_NAMESPACE_RE = re.compile(r"[a-z0-9_.-]{1,64}")
+_encode_meta = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), sort_keys=True, allow_nan=False
+).encode
+
+
+def check_meta_name(namespace: str, key: str) -> None:
+    """Raise ValueError unless ``namespace`` and ``key`` name a meta record
+    (:class:`~scrapy_fresh.store.base.StateStore`: the rules)."""
+    if not isinstance(namespace, str) or _NAMESPACE_RE.fullmatch(namespace) is None:
+        raise ValueError(
+            f"meta namespace ({namespace!r}) must be 1-64 lower-case letters, digits, "
+            "'_', '-' or '.', such as 'trust'."
+        )
+    if not isinstance(key, str) or not key or len(key) > 1024 or "\0" in key:
+        raise ValueError(
+            f"meta key ({key!r}) must be a non-empty string of at most 1024 characters "
+            "without NUL."
+        )
+
+
+def encode_meta(namespace: str, key: str, value: dict[str, Any]) -> str:
+    """Check a meta record and return its value as compact JSON text (keys sorted).
+
+    :raises ValueError: a bad name, or a number JSON cannot hold (NaN, infinity).
+    :raises TypeError: a value that is not a JSON object (dict with str keys).
+    """
+    check_meta_name(namespace, key)
+    if not isinstance(value, dict):
+        raise TypeError(
+            f"meta record {namespace}/{key} must be a dict (a JSON object), "
+            f"not {type(value).__name__}."
+        )
+    try:
+        return _encode_meta(copy_json(value, f"meta record {namespace}/{key}"))
+    except ValueError as exc:
+        raise ValueError(
+            f"meta record {namespace}/{key} holds a number JSON cannot hold: {exc}"
+        ) from None
+
+
+def decode_meta(text: str | bytes) -> dict[str, Any]:
+    """A stored meta value back as a dict (a fresh copy)."""
+    value: dict[str, Any] = json.loads(text)
+    return value
 
 
 def check_time(name: str, value: float) -> float:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import base64
 import enum
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -24,7 +24,6 @@ from scrapy_fresh.default_settings import FRESH_DEFAULT_REFRESH_SECS
 from scrapy_fresh.policy.refresh import DEFAULT_P_G, DEFAULT_P_L
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from types import TracebackType
 
     from typing_extensions import Self
@@ -37,6 +36,7 @@ __all__ = [
     "ClosingStore",
     "DueCursorStore",
     "LeasedVisitStore",
+    "MetaChange",
     "PageState",
     "Provider",
     "SiteState",
@@ -44,6 +44,10 @@ __all__ = [
     "Status",
     "regresses",
 ]
+
+#: A change of one meta record (:meth:`StateStore.update_meta`): the stored value (None:
+#: there is none) to the new one (None: leave it as it is).
+MetaChange = Callable[[dict[str, Any] | None], dict[str, Any] | None]
 
 #: At most this many known past update times are kept per record (newest kept).
 MAX_PAST_UPDATES = 32
@@ -307,6 +311,19 @@ class StateStore(Protocol):
       runs, a visit committed meanwhile is never overwritten.
     * ``block_host``/``unblock_host``/``blocked_hosts`` keep the hosts an operator
       blocked (``scrapy-fresh block``), with when; a crawl sends no request to them.
+    * Meta records are what the crawl learns beside pages and sites (trust in a host's
+      signals, quiet claims, the run cadence): JSON objects under a ``namespace``
+      (lower-case letters, digits, ``_``, ``-``, ``.``; 1-64 characters) and a ``key``
+      (a non-empty string of at most 1024 characters, no NUL). ``put_meta`` inserts or
+      replaces one, ``delete_meta`` removes it, ``meta(namespace)`` yields every
+      ``(key, value)`` of a namespace once (ordered by key), and ``update_meta`` runs
+      ``change(value)`` on the stored value and writes what it returns (None: nothing)
+      atomically: a backend shared by processes (Redis) runs it again on the new value
+      when another process wrote in between, so ``change`` must compute from its
+      argument only. Values are copied in and out as a JSON round trip would; a value
+      JSON cannot hold (NaN, bytes, a non-object) raises ValueError or TypeError and
+      writes nothing. Meta records are neither page nor site records: ``len``,
+      ``iterate`` and ``sites`` never show them.
     * Writes are durable once the call returns (after ``flush`` for batched backends).
       Failures of the store itself raise :class:`~scrapy_fresh.exceptions.StoreError`;
       so does any call after ``close``.
@@ -407,6 +424,27 @@ class StateStore(Protocol):
 
     def sites(self) -> Iterator[SiteState]:
         """Yield every site record once."""
+        ...
+
+    def get_meta(self, namespace: str, key: str) -> dict[str, Any] | None:
+        """Return the meta record ``key`` of ``namespace``, or None."""
+        ...
+
+    def put_meta(self, namespace: str, key: str, value: dict[str, Any]) -> None:
+        """Insert or replace the meta record ``key`` of ``namespace``."""
+        ...
+
+    def update_meta(self, namespace: str, key: str, change: MetaChange) -> dict[str, Any] | None:
+        """Write ``change(stored value)`` unless it is None, atomically; return what was
+        written (None: nothing)."""
+        ...
+
+    def delete_meta(self, namespace: str, key: str) -> bool:
+        """Remove the meta record ``key`` of ``namespace``; return whether there was one."""
+        ...
+
+    def meta(self, namespace: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Yield every ``(key, value)`` of ``namespace`` once, by key."""
         ...
 
     def flush(self) -> None:

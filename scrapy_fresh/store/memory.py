@@ -11,7 +11,7 @@ from __future__ import annotations
 import heapq
 import logging
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scrapy_fresh.exceptions import StoreError
 from scrapy_fresh.store._checks import (
@@ -19,16 +19,21 @@ from scrapy_fresh.store._checks import (
     check_host,
     check_key,
     check_limit,
+    check_meta_name,
     check_site,
     check_state,
     check_time,
     copy_json,
+    decode_meta,
+    encode_meta,
     log_regressions,
 )
 from scrapy_fresh.store.base import ClosingStore, PageState, SiteState, Status, regresses
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
+
+    from scrapy_fresh.store.base import MetaChange
 
 
 __all__ = ["MemoryStore"]
@@ -65,6 +70,8 @@ class MemoryStore(ClosingStore):
         self._last_doc_id = 0
         self._sites: dict[str, SiteState] = {}
         self._blocked: dict[str, float] = {}
+        #: namespace -> key -> the value as JSON text (copied in and out by encoding).
+        self._meta: dict[str, dict[str, str]] = {}
         # (next_due, key) entries; an entry is live when the record is due-able with
         # that next_due. Every due-able record has at least one live entry.
         self._heap: list[tuple[float, str]] = []
@@ -387,6 +394,41 @@ class MemoryStore(ClosingStore):
         """Yield copies of every site record, by host."""
         self._check_open()
         return (_copy_site(self._sites[host]) for host in sorted(self._sites))
+
+    # -- meta records ----------------------------------------------------------
+
+    def get_meta(self, namespace: str, key: str) -> dict[str, Any] | None:
+        """Return a copy of the meta record ``key`` of ``namespace``, or None."""
+        self._check_open()
+        check_meta_name(namespace, key)
+        text = self._meta.get(namespace, {}).get(key)
+        return None if text is None else decode_meta(text)
+
+    def put_meta(self, namespace: str, key: str, value: dict[str, Any]) -> None:
+        """Insert or replace the meta record ``key`` of ``namespace``."""
+        self._check_open()
+        self._meta.setdefault(namespace, {})[key] = encode_meta(namespace, key, value)
+
+    def update_meta(self, namespace: str, key: str, change: MetaChange) -> dict[str, Any] | None:
+        """Write ``change(stored value)`` unless it is None; return what was written."""
+        new = change(self.get_meta(namespace, key))
+        if new is None:
+            return None
+        self.put_meta(namespace, key, new)
+        return decode_meta(self._meta[namespace][key])
+
+    def delete_meta(self, namespace: str, key: str) -> bool:
+        """Remove the meta record ``key`` of ``namespace``; return whether there was one."""
+        self._check_open()
+        check_meta_name(namespace, key)
+        return self._meta.get(namespace, {}).pop(key, None) is not None
+
+    def meta(self, namespace: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Yield copies of every meta record of ``namespace``, by key."""
+        self._check_open()
+        check_meta_name(namespace, "-")
+        records = dict(self._meta.get(namespace, {}))
+        return ((key, decode_meta(records[key])) for key in sorted(records))
 
     # -- lifecycle -------------------------------------------------------------
 

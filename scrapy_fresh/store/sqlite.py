@@ -30,11 +30,15 @@ from scrapy_fresh.store._checks import (
     check_host,
     check_key,
     check_limit,
+    check_meta_name,
     check_site,
     check_state,
     check_time,
+    decode_meta,
+    encode_meta,
     log_regressions,
 )
+from scrapy_fresh.store._legacy import meta_of_site
 from scrapy_fresh.store.base import (
     ClosingStore,
     PageState,
@@ -46,8 +50,10 @@ from scrapy_fresh.store.base import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Mapping
+    from collections.abc import Callable, Iterable, Iterator, Mapping
     from os import PathLike
+
+    from scrapy_fresh.store.base import MetaChange
 
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SQLiteStore"]
@@ -57,7 +63,7 @@ logger = logging.getLogger(__name__)
 #: ``PRAGMA application_id`` of a scrapy_fresh store file ("FRSH").
 APPLICATION_ID = 0x46525348
 #: ``PRAGMA user_version`` of the files this code writes and reads.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 #: Integer codes of :class:`~scrapy_fresh.store.base.Status` in the ``status`` column.
 STATUS_CODES: dict[Status, int] = {
@@ -130,6 +136,10 @@ _SELECT_SITES = "SELECT host, visits, changes, p_c, refresh_secs, updated_at, ch
 _BLOCKED_TABLE = (
     "CREATE TABLE blocked_hosts (host TEXT PRIMARY KEY, since REAL NOT NULL) WITHOUT ROWID"
 )
+_META_TABLE = (
+    "CREATE TABLE meta (namespace TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, "
+    "PRIMARY KEY (namespace, key)) WITHOUT ROWID"
+)
 _SCHEMA = (
     """CREATE TABLE hosts (
         host_id INTEGER PRIMARY KEY,
@@ -197,6 +207,8 @@ _SCHEMA = (
     END""",
     # Hosts an operator blocked (scrapy-fresh block): no request goes to them.
     _BLOCKED_TABLE,
+    # What the crawl learns beside pages and sites (trust, quiet claims, run cadence).
+    _META_TABLE,
     # For people: the records with readable keys, hosts, statuses and fingerprints.
     """CREATE VIEW pages_view AS SELECT
         doc_id, lower(hex(key)) AS key, url, hosts.host AS host,
@@ -215,8 +227,25 @@ _SCHEMA = (
     FROM pages JOIN hosts USING (host_id)""",
 )
 
-#: Schema migrations: ``_MIGRATIONS[v]`` turns a version ``v`` file into ``v + 1``.
-_MIGRATIONS: dict[int, tuple[str, ...]] = {
+
+def _move_legacy_sites(conn: sqlite3.Connection) -> None:
+    """Move the site rows that were meta records into the meta table
+    (:mod:`scrapy_fresh.store._legacy`)."""
+    rows = conn.execute(f"{_SELECT_SITES} WHERE instr(host, '/') > 0").fetchall()
+    for row in rows:
+        site = _site(row)
+        moved = meta_of_site(site)
+        if moved is not None:
+            conn.execute(
+                "INSERT OR REPLACE INTO meta (namespace, key, value) VALUES (?, ?, ?)",
+                (moved[0], moved[1], encode_meta(*moved)),
+            )
+        conn.execute("DELETE FROM sites WHERE host = ?", (site.host,))
+
+
+#: Schema migrations: ``_MIGRATIONS[v]`` turns a version ``v`` file into ``v + 1``; a
+#: step is an SQL statement or a function of the connection.
+_MIGRATIONS: dict[int, tuple[str | Callable[[sqlite3.Connection], None], ...]] = {
     # 2: sites keep what was learned about the host's validators (SiteState.checks).
     1: ("ALTER TABLE sites ADD COLUMN checks TEXT",),
     # 3: pages keep what the change verdict compares: per-item field hashes and the
@@ -231,6 +260,8 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
     3: (_BLOCKED_TABLE,),
     # 5: pages keep the items of their last visit (FRESH_KEEP_ITEMS, compressed).
     4: ("ALTER TABLE pages ADD COLUMN kept_items BLOB",),
+    # 6: trust, quiet claims and the run cadence are meta records, not site rows.
+    5: (_META_TABLE, _move_legacy_sites),
 }
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
@@ -446,8 +477,11 @@ class SQLiteStore(ClosingStore):
 
     def _migrate(self, conn: sqlite3.Connection, version: int) -> None:
         for v in range(version, SCHEMA_VERSION):
-            for statement in _MIGRATIONS[v]:
-                conn.execute(statement)
+            for step in _MIGRATIONS[v]:
+                if isinstance(step, str):
+                    conn.execute(step)
+                else:
+                    step(conn)
             logger.info(
                 "Migrated SQLite store %(path)s from schema version %(old)s to %(new)s",
                 {"path": self.path, "old": v, "new": v + 1},
@@ -969,6 +1003,76 @@ class SQLiteStore(ClosingStore):
                         f"{_SELECT_SITES} WHERE host > ? ORDER BY host LIMIT 1000", (last,)
                     ).fetchall()
             yield from (_site(row) for row in rows)
+            if len(rows) < 1000:
+                return
+            last = rows[-1][0]
+
+    # -- meta records ----------------------------------------------------------
+
+    def get_meta(self, namespace: str, key: str) -> dict[str, Any] | None:
+        """Return the meta record ``key`` of ``namespace``, or None."""
+        check_meta_name(namespace, key)
+        with self._reading("get_meta") as conn:
+            row = conn.execute(
+                "SELECT value FROM meta WHERE namespace = ? AND key = ?", (namespace, key)
+            ).fetchone()
+        return None if row is None else decode_meta(row[0])
+
+    def put_meta(self, namespace: str, key: str, value: dict[str, Any]) -> None:
+        """Insert or replace the meta record ``key`` of ``namespace``."""
+        text = encode_meta(namespace, key, value)
+        with self._writing("put_meta") as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO meta (namespace, key, value) VALUES (?, ?, ?)",
+                (namespace, key, text),
+            )
+            self._pending += 1
+
+    def update_meta(self, namespace: str, key: str, change: MetaChange) -> dict[str, Any] | None:
+        """Write ``change(stored value)`` unless it is None, in one write transaction
+        (another process's write cannot come in between); return what was written."""
+        check_meta_name(namespace, key)
+        with self._writing("update_meta") as conn:
+            row = conn.execute(
+                "SELECT value FROM meta WHERE namespace = ? AND key = ?", (namespace, key)
+            ).fetchone()
+            new = change(None if row is None else decode_meta(row[0]))
+            if new is None:
+                return None
+            text = encode_meta(namespace, key, new)
+            conn.execute(
+                "INSERT OR REPLACE INTO meta (namespace, key, value) VALUES (?, ?, ?)",
+                (namespace, key, text),
+            )
+            self._pending += 1
+        return decode_meta(text)
+
+    def delete_meta(self, namespace: str, key: str) -> bool:
+        """Remove the meta record ``key`` of ``namespace``; return whether there was one."""
+        check_meta_name(namespace, key)
+        with self._writing("delete_meta") as conn:
+            cursor = conn.execute(
+                "DELETE FROM meta WHERE namespace = ? AND key = ?", (namespace, key)
+            )
+            self._pending += 1
+        return cursor.rowcount > 0
+
+    def meta(self, namespace: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Yield every meta record of ``namespace``, by key, 1000 rows at a time."""
+        check_meta_name(namespace, "-")
+        self._connection()
+        return self._meta(namespace)
+
+    def _meta(self, namespace: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        last = ""
+        while True:
+            with self._reading("meta") as conn:
+                rows = conn.execute(
+                    "SELECT key, value FROM meta WHERE namespace = ? AND key > ? "
+                    "ORDER BY key LIMIT 1000",
+                    (namespace, last),
+                ).fetchall()
+            yield from ((key, decode_meta(value)) for key, value in rows)
             if len(rows) < 1000:
                 return
             last = rows[-1][0]

@@ -17,17 +17,16 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from scrapy_fresh.store.base import PageState, SiteState, Status
 
-__all__ = ["LATEST_CHANGES", "OUTCOMES", "build_report", "load_visit_log"]
+__all__ = ["LATEST_CHANGES", "OUTCOMES", "SYNCS", "build_report", "load_visit_log"]
 
 #: Changes the report lists, newest first.
 LATEST_CHANGES = 50
 
 OUTCOMES = ("new", "changed", "unchanged", "not_modified", "gone", "error", "blocked")
-_SYNCS = frozenset({"new", "changed", "unchanged", "not_modified"})
+SYNCS = frozenset({"new", "changed", "unchanged", "not_modified"})
 
 
 def load_visit_log(path: str | Path) -> tuple[list[dict[str, Any]], int]:
@@ -136,7 +135,7 @@ def _estimated_freshness(
 ) -> list[list[float]]:
     syncs: dict[str, list[float]] = defaultdict(list)
     for e in events:
-        if e["e"] == "visit" and e.get("outcome") in _SYNCS:
+        if e["e"] == "visit" and e.get("outcome") in SYNCS:
             syncs[e["url"]].append(float(e["t"]))
     rates: dict[str, float] = {}
     for url in syncs:
@@ -159,54 +158,13 @@ def _estimated_freshness(
     return series
 
 
-def _judgements(events: list[dict[str, Any]], truth: Mapping[str, Any]) -> dict[str, int]:
-    """How the crawl's changed/unchanged verdicts compare with the truth, per visit."""
-    pages = truth["pages"]
-    last_sync: dict[str, float] = {}
-    counts = {"true_changed": 0, "false_changed": 0, "missed_change": 0, "true_unchanged": 0}
-    requests = sorted(truth["requests"], key=lambda r: r["t"])
-    served = defaultdict(list)
-    for r in requests:
-        if r["method"] == "GET" and r["status"] in (200, 304):
-            served[r["path"]].append(float(r["t"]))
-    seen: Counter[str] = Counter()
-    for e in events:
-        if e["e"] != "visit" or e.get("outcome") not in _SYNCS:
-            continue
-        path = urlsplit(e["url"]).path
-        page = pages.get(path)
-        times = served.get(path, [])
-        # The n-th verdict on a page is about the n-th body (or 304) the site served it
-        # (matched by order: the two clocks may differ by a little).
-        n = seen[path]
-        seen[path] += 1
-        if page is None or n >= len(times):
-            continue
-        synced_at = times[n]
-        prev = last_sync.get(path)
-        last_sync[path] = synced_at
-        if prev is None or e["outcome"] == "new":
-            continue
-        changes = page["changes"]
-        truly = bisect.bisect_right(changes, synced_at) > bisect.bisect_right(changes, prev)
-        said = e["outcome"] == "changed"
-        key = (
-            ("true_changed" if said else "missed_change")
-            if truly
-            else ("false_changed" if said else "true_unchanged")
-        )
-        counts[key] += 1
-    return counts
-
-
 def build_report(
     events: list[dict[str, Any]],
     states: Iterable[PageState],
     sites: Iterable[SiteState],
-    truth: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Every figure of the report as JSON data (the plots draw from it too)."""
-    from scrapy_fresh.demo.truth import copy_stats
+    """Every figure of the report as JSON data (the plots draw from it too); the demo
+    site's true figures are added by :func:`scrapy_fresh.demo.truth.truth_figures`."""
 
     by_url = {s.url: s for s in states}
     runs = _runs(events)
@@ -269,23 +227,4 @@ def build_report(
         else [],
         "truth": None,
     }
-    if truth is not None and end > start:
-        stats = copy_stats(truth, start=start, end=min(end, float(truth["now"])))
-        rates = {path: page["rate"] for path, page in truth["pages"].items()}
-        for page in pages:
-            page["true_rate"] = rates.get(urlsplit(str(page["url"])).path)
-        data["truth"] = {
-            "freshness": stats.freshness,
-            "age_secs": stats.age_secs,
-            "detected_changes": stats.detected_changes,
-            "true_changes": stats.true_changes,
-            "requests": stats.requests,
-            "bytes": stats.bytes,
-            "requests_by_status": stats.by_status,
-            "bytes_per_detected_change": stats.bytes / stats.detected_changes
-            if stats.detected_changes
-            else None,
-            "series": [list(s) for s in stats.series],
-            "judgements": _judgements(events, truth),
-        }
     return data

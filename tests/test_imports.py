@@ -152,6 +152,22 @@ def test_no_import_circles():
     assert circles == []
 
 
+def test_only_the_demo_and_commands_import_the_demo():
+    """The demo site and its truth are a leaf room: the report's figures, the crawl and
+    the stores never depend on them (the commands add the demo's true figures)."""
+    package = Path(scrapy_fresh_package_dir())
+    users = set()
+    for path in package.rglob("*.py"):
+        module = ".".join(path.relative_to(package.parent).with_suffix("").parts)
+        if any(d == "scrapy_fresh.demo" or d.startswith("scrapy_fresh.demo.")
+               for d in _module_imports(path, package)):  # fmt: skip
+            users.add(module)
+    assert users
+    assert {
+        u for u in users if not u.startswith(("scrapy_fresh.demo", "scrapy_fresh.commands"))
+    } == set()
+
+
 def scrapy_fresh_package_dir() -> str:
     import scrapy_fresh
 

@@ -372,8 +372,11 @@ def run(args: argparse.Namespace) -> int:
             "default) and at least one crawl; or give the file with --visit-log."
         )
     events, bad = load_visit_log(log_path)
-    truth = load_truth(args.site_truth) if args.site_truth else None
-    data = build_report(events, states, sites, truth)
+    data = build_report(events, states, sites)
+    if args.site_truth:
+        from scrapy_fresh.demo.truth import truth_figures
+
+        data["truth"] = truth_figures(events, data, load_truth(args.site_truth))
     images = plots(data)
     args.html.parent.mkdir(parents=True, exist_ok=True)
     args.html.write_text(

@@ -18,11 +18,15 @@ from __future__ import annotations
 
 import bisect
 import itertools
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
-__all__ = ["CopyStats", "copy_stats", "syncs", "tracked_pages"]
+from scrapy_fresh.reporting import SYNCS
+
+__all__ = ["CopyStats", "copy_stats", "syncs", "tracked_pages", "truth_figures"]
 
 Truth = Mapping[str, Any]
 
@@ -163,3 +167,75 @@ def copy_stats(
         bytes_by_status=bytes_by_status,
         series=series,
     )
+
+
+def truth_figures(
+    events: list[dict[str, Any]], data: dict[str, Any], truth: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """The demo site's true figures for a report's ``data``
+    (:func:`~scrapy_fresh.reporting.build_report`) of the visit log ``events``: the
+    copy's true freshness and age, detected against true changes, and how the verdicts
+    compare with the truth. Adds each page's ``true_rate`` to ``data["pages"]``. None if
+    the log covers no time."""
+    times = [e["t"] for e in events]
+    start, end = min(times, default=0.0), max(times, default=0.0)
+    if not end > start:
+        return None
+    stats = copy_stats(truth, start=start, end=min(end, float(truth["now"])))
+    rates = {path: page["rate"] for path, page in truth["pages"].items()}
+    for page in data["pages"]:
+        page["true_rate"] = rates.get(urlsplit(str(page["url"])).path)
+    return {
+        "freshness": stats.freshness,
+        "age_secs": stats.age_secs,
+        "detected_changes": stats.detected_changes,
+        "true_changes": stats.true_changes,
+        "requests": stats.requests,
+        "bytes": stats.bytes,
+        "requests_by_status": stats.by_status,
+        "bytes_per_detected_change": stats.bytes / stats.detected_changes
+        if stats.detected_changes
+        else None,
+        "series": [list(s) for s in stats.series],
+        "judgements": _judgements(events, truth),
+    }
+
+
+def _judgements(events: list[dict[str, Any]], truth: Mapping[str, Any]) -> dict[str, int]:
+    """How the crawl's changed/unchanged verdicts compare with the truth, per visit."""
+    pages = truth["pages"]
+    last_sync: dict[str, float] = {}
+    counts = {"true_changed": 0, "false_changed": 0, "missed_change": 0, "true_unchanged": 0}
+    requests = sorted(truth["requests"], key=lambda r: r["t"])
+    served = defaultdict(list)
+    for r in requests:
+        if r["method"] == "GET" and r["status"] in (200, 304):
+            served[r["path"]].append(float(r["t"]))
+    seen: Counter[str] = Counter()
+    for e in events:
+        if e["e"] != "visit" or e.get("outcome") not in SYNCS:
+            continue
+        path = urlsplit(e["url"]).path
+        page = pages.get(path)
+        times = served.get(path, [])
+        # The n-th verdict on a page is about the n-th body (or 304) the site served it
+        # (matched by order: the two clocks may differ by a little).
+        n = seen[path]
+        seen[path] += 1
+        if page is None or n >= len(times):
+            continue
+        synced_at = times[n]
+        prev = last_sync.get(path)
+        last_sync[path] = synced_at
+        if prev is None or e["outcome"] == "new":
+            continue
+        changes = page["changes"]
+        truly = bisect.bisect_right(changes, synced_at) > bisect.bisect_right(changes, prev)
+        said = e["outcome"] == "changed"
+        key = (
+            ("true_changed" if said else "missed_change")
+            if truly
+            else ("false_changed" if said else "true_unchanged")
+        )
+        counts[key] += 1
+    return counts

@@ -518,21 +518,27 @@ class StoreContract:
         store.mark_in_flight(keys[:10], 2.0)
         assert [s.key for s in store.due(1.0, 10)] == keys[10:20]
 
-    def test_due_includes_queued_and_idle_only(self, store: StateStore) -> None:
+    def test_due_includes_queued_idle_and_gone_not_in_flight(self, store: StateStore) -> None:
         store.put_many(
             [
                 page("queued", next_due=1.0),
                 page("idle", next_due=2.0, status=Status.IDLE, visits=1),
-                page("gone", next_due=0.0, status=Status.GONE, visits=1),
+                page("gone", next_due=0.5, status=Status.GONE, visits=1),
                 page("flying", next_due=0.0, status=Status.IN_FLIGHT, in_flight_since=0.0),
                 page("future", next_due=11.0),
                 page("now", next_due=10.0, status=Status.IDLE, visits=2),
             ]
         )
-        assert [s.url.rsplit("/", 1)[1] for s in store.due(10.0, 10)] == ["queued", "idle", "now"]
-        assert store.next_due_time() == 1.0
-        store.put(page("queued", next_due=1.0, status=Status.GONE))
-        store.put(page("idle", next_due=2.0, status=Status.GONE, visits=1))
+        due = [s.url.rsplit("/", 1)[1] for s in store.due(10.0, 10)]
+        assert due == ["gone", "queued", "idle", "now"]  # a gone page is checked again
+        assert store.next_due_time() == 0.5
+        store.put(
+            page("gone", next_due=0.5, status=Status.IN_FLIGHT, visits=1, in_flight_since=9.0)
+        )
+        store.put(page("queued", next_due=1.0, status=Status.IN_FLIGHT, in_flight_since=9.0))
+        store.put(
+            page("idle", next_due=2.0, status=Status.IN_FLIGHT, visits=1, in_flight_since=9.0)
+        )
         assert store.next_due_time() == 10.0
         store.delete(page("now").key)
         assert store.next_due_time() == 11.0
@@ -684,7 +690,7 @@ class StoreContract:
         assert store.make_due(keys, 100.0) == []  # due already: nothing to do
         assert store.count_due(100.0) == 3
         assert (store.count_due(49.0), store.count_due(50.0)) == (0, 1)
-        assert store.count_due(1000.0) == 3  # gone and in flight records are not
+        assert store.count_due(1000.0) == 4  # the gone one too, not the one in flight
 
     def test_make_due_rejects_bad_keys_before_writing(self, store: StateStore) -> None:
         store.put(page(1, next_due=500.0))

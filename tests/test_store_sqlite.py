@@ -221,14 +221,14 @@ def test_queries_use_the_indexes(tmp_path: Path) -> None:
         return " | ".join(r[3] for r in conn.execute(f"EXPLAIN QUERY PLAN {sql}", args))
 
     due = plan(
-        f"{sqlite_module._SELECT_PAGES} WHERE status IN (0, 1) AND next_due <= ? "
+        f"{sqlite_module._SELECT_PAGES} WHERE status IN (0, 1, 3) AND next_due <= ? "
         "ORDER BY next_due, key LIMIT ?",
         1.0,
         10,
     )
     assert "USING INDEX pages_due" in due
     assert "TEMP B-TREE" not in due  # no sort: the index gives the order
-    assert "pages_due" in plan("SELECT min(next_due) FROM pages WHERE status IN (0, 1)")
+    assert "pages_due" in plan("SELECT min(next_due) FROM pages WHERE status IN (0, 1, 3)")
     assert "pages_in_flight" in plan(
         "UPDATE pages SET status = 0 WHERE status = 2 AND (in_flight_since < ? "
         "OR in_flight_since IS NULL)",
@@ -398,7 +398,7 @@ def test_version_1_file_is_migrated_and_keeps_its_sites(tmp_path: Path) -> None:
         assert len(store) == 1
         assert store.block_host("example.com", 1.0)  # version 4's table is there
     conn = raw(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
     conn.close()
 
 
@@ -433,7 +433,7 @@ def test_version_2_file_written_by_the_previous_code_is_migrated(tmp_path: Path)
         assert again == got
         assert [s.url for s in store.due(1_700_100_000.0, 10)] == ["https://shop.example/p/2"]
     conn = raw(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
     assert conn.execute("SELECT count(*) FROM blocked_hosts").fetchone() == (0,)
     view = conn.execute("SELECT field_hashes, content_hash FROM pages_view WHERE visits = 4")
     assert view.fetchone() == ('[{"price":18446744073709551615,"stock":5}]', "8000000000000000")

@@ -390,8 +390,6 @@ class ContinuousSource(DueSource):
                 self._refill(now)
 
     def on_visit(self, state: PageState, now: float) -> bool:
-        if state.status is Status.GONE:
-            return False
         if self.due_hint is None or state.next_due < self.due_hint:
             self.due_hint = state.next_due
         return True
@@ -444,7 +442,7 @@ class SharedSource(DueSource):
 
     def on_visit(self, state: PageState, now: float) -> bool:
         self.shared.host_done(state.host, now)
-        if not self.stays_open or state.status is Status.GONE:
+        if not self.stays_open:
             return False
         due = self.shared.next_due
         if due is None or state.next_due < due:

@@ -119,7 +119,7 @@ end
 
 local function unindex(key, r)
   redis.call('HINCRBY', K_COUNTS, r.s, -1)
-  if r.s == '0' or r.s == '1' then
+  if r.s == '0' or r.s == '1' or r.s == '3' then
     redis.call('ZREM', K_DUE, key)
     redis.call('ZREM', rq(string.sub(r.f, 1, 1), r.host), key)
   elseif r.s == '2' then
@@ -138,7 +138,7 @@ end
 
 local function index(key, r)
   redis.call('HINCRBY', K_COUNTS, r.s, 1)
-  if r.s == '0' or r.s == '1' then
+  if r.s == '0' or r.s == '1' or r.s == '3' then
     redis.call('ZADD', K_DUE, r.nd, key)
     if tonumber(r.nd) <= WM then enqueue_ready(key, r) end
   elseif r.s == '2' then

@@ -112,17 +112,15 @@ def _apply_visit(
     if outcome is Outcome.BLOCKED:
         state.next_due = now + policy.max_refresh_secs
         return state
-    if outcome is Outcome.ERROR or (
-        outcome is Outcome.GONE and state.errors + 1 < policy.gone_confirmations
-    ):
+    if outcome is Outcome.ERROR or outcome is Outcome.GONE:
+        # A gone page stays out of the due records; the back-off says how soon a link
+        # the spider follows again fetches it again (a product page back in stock),
+        # doubling with each answer that finds it still gone, up to the longest refresh.
         state.errors += 1
         backoff = policy.error_backoff_secs * 2.0 ** min(state.errors - 1, 30)
         state.next_due = now + min(backoff, policy.max_refresh_secs)
-        return state
-    if outcome is Outcome.GONE:
-        state.errors += 1
-        state.status = Status.GONE
-        state.next_due = now + policy.max_refresh_secs
+        if outcome is Outcome.GONE and state.errors >= policy.gone_confirmations:
+            state.status = Status.GONE
         return state
     state.errors = 0
     first = state.last_crawl is None

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DUE_STATUSES",
+    "WAITING_STATUSES",
     "check_host",
     "check_key",
     "check_limit",
@@ -34,8 +35,10 @@ __all__ = [
 
 logger = logging.getLogger("scrapy_fresh.store")
 
-#: Statuses whose records can come due.
-DUE_STATUSES = frozenset({Status.QUEUED, Status.IDLE})
+#: Statuses whose records can come due (a gone page is checked again after a back-off).
+DUE_STATUSES = frozenset({Status.QUEUED, Status.IDLE, Status.GONE})
+#: Statuses whose records ``make_due`` moves (an operator's "fetch it now").
+WAITING_STATUSES = frozenset({Status.QUEUED, Status.IDLE})
 
 _KEY_RE = re.compile(r"[0-9a-f]{40}")
 _FLOAT_FIELDS = (

@@ -64,7 +64,8 @@ class Status(str, enum.Enum):
     IN_FLIGHT = "in_flight"
     #: Fetched at least once; waits for its next due time.
     IDLE = "idle"
-    #: Confirmed gone (404/410); kept so that it is not rediscovered as new.
+    #: Confirmed gone (404/410); kept so that it is not rediscovered as new, and checked
+    #: again after a back-off that doubles each time it is still gone.
     GONE = "gone"
 
 
@@ -300,7 +301,8 @@ class StateStore(Protocol):
       ``request``, an unknown status) or a store failure leaves no part of the call
       behind. Lists are bounded as :class:`PageState` bounds them, and JSON data comes
       back as JSON gives it (tuples as lists).
-    * ``due(now, limit)`` returns up to ``limit`` records with status queued or idle and
+    * ``due(now, limit)`` returns up to ``limit`` records with status queued, idle or gone
+      (a gone page is checked again after a back-off) and
       ``next_due <= now``, most urgent (earliest ``next_due``, then key) first.
     * ``mark_in_flight`` sets status in-flight with ``in_flight_since = now``;
       ``release_in_flight`` puts in-flight records (all, or those leased before
@@ -354,7 +356,8 @@ class StateStore(Protocol):
         ...
 
     def due(self, now: float, limit: int) -> list[PageState]:
-        """Return up to ``limit`` (0 or more) queued or idle records with ``next_due <= now``.
+        """Return up to ``limit`` (0 or more) queued, idle or gone records with
+        ``next_due <= now``.
 
         Ordered by ``next_due``, then key. The records stay where they are: mark them
         in flight to take them out of later results.
@@ -362,11 +365,12 @@ class StateStore(Protocol):
         ...
 
     def next_due_time(self) -> float | None:
-        """Return the earliest ``next_due`` of a queued or idle record, or None if none."""
+        """Return the earliest ``next_due`` of a queued, idle or gone record, or None."""
         ...
 
     def count_due(self, now: float) -> int:
-        """Return how many queued or idle records have ``next_due <= now`` (the backlog)."""
+        """Return how many queued, idle or gone records have ``next_due <= now`` (the
+        backlog)."""
         ...
 
     def mark_in_flight(self, keys: Iterable[str], now: float) -> None:
@@ -469,7 +473,7 @@ class DueCursorStore(Protocol):
     def due_after(
         self, now: float, after: tuple[float, str] | None, limit: int
     ) -> list[PageState]:
-        """Return up to ``limit`` queued or idle records with ``next_due <= now`` that
+        """Return up to ``limit`` queued, idle or gone records with ``next_due <= now`` that
         come after ``after`` in due order.
 
         Due order is :meth:`StateStore.due`'s: ``(next_due, key)`` ascending; ``after``

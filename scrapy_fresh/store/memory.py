@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy_fresh.exceptions import StoreError
 from scrapy_fresh.store._checks import (
     DUE_STATUSES,
+    WAITING_STATUSES,
     check_host,
     check_key,
     check_limit,
@@ -350,7 +351,7 @@ class MemoryStore(ClosingStore):
         made: list[str] = []
         for key in dict.fromkeys(check_key(k) for k in keys):
             state = self._pages.get(key)
-            if state is None or state.status not in DUE_STATUSES or state.next_due <= now:
+            if state is None or state.status not in WAITING_STATUSES or state.next_due <= now:
                 continue
             state.next_due = now
             heapq.heappush(self._heap, (now, key))

@@ -63,7 +63,7 @@ logger = logging.getLogger(__name__)
 #: ``PRAGMA application_id`` of a scrapy_fresh store file ("FRSH").
 APPLICATION_ID = 0x46525348
 #: ``PRAGMA user_version`` of the files this code writes and reads.
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 #: Integer codes of :class:`~scrapy_fresh.store.base.Status` in the ``status`` column.
 STATUS_CODES: dict[Status, int] = {
@@ -136,6 +136,8 @@ _SELECT_SITES = "SELECT host, visits, changes, p_c, refresh_secs, updated_at, ch
 _BLOCKED_TABLE = (
     "CREATE TABLE blocked_hosts (host TEXT PRIMARY KEY, since REAL NOT NULL) WITHOUT ROWID"
 )
+# queued, idle and gone records come due (a gone page is checked again after a back-off)
+_DUE_INDEX = "CREATE INDEX pages_due ON pages (next_due, key) WHERE status IN (0, 1, 3)"
 _META_TABLE = (
     "CREATE TABLE meta (namespace TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, "
     "PRIMARY KEY (namespace, key)) WITHOUT ROWID"
@@ -179,7 +181,7 @@ _SCHEMA = (
     )""",
     # due(): the most urgent queued/idle records, in (next_due, key) order, read
     # straight off the index (key included so that ties need no sort).
-    "CREATE INDEX pages_due ON pages (next_due, key) WHERE status IN (0, 1)",
+    _DUE_INDEX,
     # release_in_flight(): only in-flight records are indexed, so it costs nothing else.
     "CREATE INDEX pages_in_flight ON pages (in_flight_since) WHERE status = 2",
     """CREATE TABLE sites (
@@ -262,6 +264,8 @@ _MIGRATIONS: dict[int, tuple[str | Callable[[sqlite3.Connection], None], ...]] =
     4: ("ALTER TABLE pages ADD COLUMN kept_items BLOB",),
     # 6: trust, quiet claims and the run cadence are meta records, not site rows.
     5: (_META_TABLE, _move_legacy_sites),
+    # 7: gone records come due too (checked again after a back-off).
+    6: ("DROP INDEX pages_due", _DUE_INDEX),
 }
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
@@ -799,7 +803,7 @@ class SQLiteStore(ClosingStore):
         check_limit(limit)
         with self._reading("due") as conn:
             rows = conn.execute(
-                f"{_SELECT_PAGES} WHERE status IN (0, 1) AND next_due <= ? "
+                f"{_SELECT_PAGES} WHERE status IN (0, 1, 3) AND next_due <= ? "
                 "ORDER BY next_due, key LIMIT ?",
                 (now, limit),
             ).fetchall()
@@ -822,7 +826,7 @@ class SQLiteStore(ClosingStore):
         since, key = after
         with self._reading("due_after") as conn:
             rows = conn.execute(
-                f"{_SELECT_PAGES} WHERE status IN (0, 1) AND next_due <= ? "
+                f"{_SELECT_PAGES} WHERE status IN (0, 1, 3) AND next_due <= ? "
                 "AND (next_due, key) > (?, ?) ORDER BY next_due, key LIMIT ?",
                 (now, since, bytes.fromhex(check_key(key)), limit),
             ).fetchall()
@@ -832,7 +836,7 @@ class SQLiteStore(ClosingStore):
         """Return the earliest ``next_due`` of a queued or idle record, or None."""
         with self._reading("next_due_time") as conn:
             value: float | None = conn.execute(
-                "SELECT min(next_due) FROM pages WHERE status IN (0, 1)"
+                "SELECT min(next_due) FROM pages WHERE status IN (0, 1, 3)"
             ).fetchone()[0]
             return value
 
@@ -841,7 +845,7 @@ class SQLiteStore(ClosingStore):
         check_time("now", now)
         with self._reading("count_due") as conn:
             count: int = conn.execute(
-                "SELECT count(*) FROM pages WHERE status IN (0, 1) AND next_due <= ?", (now,)
+                "SELECT count(*) FROM pages WHERE status IN (0, 1, 3) AND next_due <= ?", (now,)
             ).fetchone()[0]
             return count
 

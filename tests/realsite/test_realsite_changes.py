@@ -411,3 +411,50 @@ def test_page_gone_with_an_errback_spider(tmp_path: Path) -> None:
     assert (item["status"], item["reason"]) == (404, "gone")
     assert item["last_seen"] is not None  # when it was last there
     assert [c.stat("fresh/gone_items") for c in crawls] == [0, 0, 1]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "redis"])
+def test_a_gone_page_that_comes_back_is_fetched_again(
+    tmp_path: Path, backend: str, module_prefix: str
+) -> None:
+    """A product page answers 404 twice (gone: a PageGone item) while its unchanged
+    catalog still links it (the catalog answers 304, so no spider sees that link again);
+    two days later it is back. The next cycle fetches it, as plain Scrapy does, with
+    its new price: a gone page is checked again after a back-off, not forgotten."""
+    from tests.redis_helpers import SHARED_URL
+
+    root = tmp_path / "site"
+    write_shop(root, PRODUCTS, [1, 2, 3, 4])
+    store = (
+        {"FRESH_SQLITE_PATH": str(tmp_path / "state.sqlite")}
+        if backend == "sqlite"
+        else {"FRESH_STORE": "redis", "REDIS_URL": SHARED_URL,
+              "FRESH_REDIS_KEY": f"{module_prefix}:gone"}
+    )  # fmt: skip
+    settings = {"ADDONS": {"scrapy_fresh.Addon": 0}, **store}
+    with Nginx(root, tmp_path / "nginx") as server:
+        config = {"spider": "prices", "start": [server.url("/catalog.html")], "settings": settings}
+
+        def cycle(n: int, days: float) -> Any:
+            crawl = run_crawl({**config, "clock_offset": days * 86400}, tmp_path / f"c{n}")
+            crawl.check()
+            return crawl
+
+        cycle(1, 0)
+        (root / "p3.html").unlink()  # the catalog is not touched: it still links p3
+        cycle(2, 2)
+        third = cycle(3, 4)
+        assert [i["url"].rsplit("/", 1)[-1] for i in third.items if "status" in i] == ["p3.html"]
+        back = {**PRODUCTS, 3: ("Saucer", "3.99", "A saucer.")}
+        write_shop(root, back, [1, 2, 3, 4])
+        (root / "catalog.html").write_text(catalog(PRODUCTS, [1, 2, 3, 4]))  # as it was
+        fourth = cycle(4, 6)
+        plain = run_crawl(
+            {"spider": "prices", "start": [server.url("/catalog.html")], "settings": {}},
+            tmp_path / "plain",
+        )
+    plain.check()
+    prices = {i["sku"]: i["price"] for i in plain.items if i.get("page") == "product"}
+    assert prices["sku-3"] == "3.99"
+    saucer = [i for i in fourth.items if i.get("sku") == "sku-3" and i.get("page") == "product"]
+    assert [i["price"] for i in saucer] == ["3.99"]

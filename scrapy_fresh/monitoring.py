@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scrapy_fresh.exceptions import ConfigError
-from scrapy_fresh.store.base import PageState, Status
+from scrapy_fresh.store.base import DUE_STATUSES, PageState, Status
 
 __all__ = [
     "OUTCOME_LABELS",
@@ -152,7 +152,7 @@ class StoreSnapshot:
         due = 0
         for s in states:
             counts[s.status] += 1
-            due += s.status in (Status.QUEUED, Status.IDLE) and s.next_due <= now
+            due += s.status in DUE_STATUSES and s.next_due <= now
         return cls(counts, due, blocked, estimated_freshness(states, now))
 
     def samples(self) -> list[Sample]:

@@ -179,14 +179,16 @@ def test_commit_records_the_visit_and_the_next_due_time(store: RedisStore) -> No
     assert store.counts()[Status.IDLE] == 1
 
 
-def test_gone_pages_leave_the_frontier(store: RedisStore) -> None:
+def test_gone_pages_leave_the_frontier_until_their_back_off(store: RedisStore) -> None:
     frontier = RedisFrontier(store)
-    policy = RevisitPolicy(gone_confirmations=1)
+    policy = RevisitPolicy(gone_confirmations=1, error_backoff_secs=300.0)
     frontier.add([rec("a", 1, last_crawl=0.0, visits=1, status=Status.IDLE)])
     (leased,) = frontier.pop(1.0, 1).leased
     frontier.visit(leased, Outcome.GONE, 1.0, policy)
     assert store.get(leased.key).status is Status.GONE  # type: ignore[union-attr]
-    assert frontier.pop(1e12, 10).leased == []
+    assert frontier.pop(300.0, 10).leased == []
+    (again,) = frontier.pop(302.0, 10).leased  # checked again once the back-off passed
+    assert again.key == leased.key
 
 
 def test_expired_leases_come_back_and_late_commits_are_refused(

@@ -19,7 +19,7 @@ from scrapy_fresh.commands._project import (
 from scrapy_fresh.config import FreshConfig
 from scrapy_fresh.monitoring import StoreSnapshot, render
 from scrapy_fresh.policy.schedule import ScheduleRules
-from scrapy_fresh.store.base import PageState, Provider, Status
+from scrapy_fresh.store.base import DUE_STATUSES, PageState, Provider, Status
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -80,7 +80,7 @@ def summarize(
     for s in states:
         cell = by_provider[s.provider.value]
         cell[s.status.value] = cell.get(s.status.value, 0) + 1
-    waiting = [s for s in states if s.status in (Status.QUEUED, Status.IDLE)]
+    waiting = [s for s in states if s.status in DUE_STATUSES]
     due = {
         "now": sum(s.next_due <= now for s in waiting),
         "next_hour": sum(now < s.next_due <= now + 3600 for s in waiting),

@@ -102,9 +102,6 @@ class CrawlRecords:
         self.known_listeners: list[Callable[[list[PageState]], None]] = []
         #: Called with the keys of new records a store failure kept out (not fetched).
         self.dropped_listeners: list[Callable[[str], object]] = []
-        #: Keys of records that were gone when this run leased them (until their visit
-        #: is recorded): a visit that finds them gone again tells nobody.
-        self.leased_gone: set[str] = set()
 
     @property
     def store(self) -> StateStore:
@@ -197,8 +194,6 @@ class CrawlRecords:
         False if the store failed (nothing leased)."""
         stored: list[str] = []
         for state in states:
-            if state.status is Status.GONE:
-                self.leased_gone.add(state.key)
             state.status = Status.IN_FLIGHT
             state.in_flight_since = now
             if self.pending.get(state.key) is not state:

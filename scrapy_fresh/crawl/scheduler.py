@@ -35,7 +35,7 @@ from scrapy_fresh.frontier.planner import may_take_early
 from scrapy_fresh.frontier.scoring import priority_score
 from scrapy_fresh.keys import url_host, url_key
 from scrapy_fresh.outcome import Outcome
-from scrapy_fresh.store.base import PageState, Provider, Status
+from scrapy_fresh.store.base import DUE_STATUSES, PageState, Provider, Status
 from scrapy_fresh.validators import parse_retry_after
 
 if TYPE_CHECKING:
@@ -60,7 +60,6 @@ CONTINUATION_SCORE = 1e300
 MAX_RETRY_AFTER_SECS = 3600.0
 #: Timers fire this long after the time they wait for (clock granularity).
 TIMER_SLACK_SECS = 0.005
-_DUE_STATUSES = (Status.QUEUED, Status.IDLE, Status.GONE)
 
 
 @dataclass
@@ -209,7 +208,7 @@ class FreshScheduler(BaseScheduler):
     def _is_due(self, state: PageState, now: float) -> bool:
         """Whether a known record may be fetched now: due (within the lookahead, unless
         this run fetched it already) and not in flight."""
-        if state.status not in _DUE_STATUSES:
+        if state.status not in DUE_STATUSES:
             return False
         if state.next_due <= now:
             return True

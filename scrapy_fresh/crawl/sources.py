@@ -28,7 +28,7 @@ from scrapy_fresh.exceptions import StoreError
 from scrapy_fresh.frontier.planner import plan_cycle
 from scrapy_fresh.frontier.scoring import priority_score
 from scrapy_fresh.policy.cadence import lookahead, next_period
-from scrapy_fresh.store.base import DueCursorStore, PageState, Status
+from scrapy_fresh.store.base import DUE_STATUSES, DueCursorStore, PageState
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
@@ -498,5 +498,5 @@ def due_records(store: StateStore, now: float, batch: int = REFILL_BATCH) -> Ite
                 return
             after = (page[-1].next_due, page[-1].key)
     for state in store.iterate(batch):
-        if state.status in (Status.QUEUED, Status.IDLE) and state.next_due <= now:
+        if state.status in DUE_STATUSES and state.next_due <= now:
             yield state

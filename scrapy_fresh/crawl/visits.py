@@ -29,9 +29,12 @@ if TYPE_CHECKING:
 
     from scrapy_fresh.crawl.runtime import FreshRuntime, Lease
 
-__all__ = ["OUTCOME_STATS", "VisitRecorder"]
+__all__ = ["GONE_NAMESPACE", "OUTCOME_STATS", "VisitRecorder"]
 
 logger = logging.getLogger(__name__)
+
+#: The meta namespace that keeps, per gone page, the ``last_seen`` it was told for.
+GONE_NAMESPACE = "gone"
 
 #: The stat each outcome increments.
 OUTCOME_STATS = {
@@ -163,14 +166,31 @@ class VisitRecorder:
             listener(state)
         if written is False:
             return  # another worker holds the URL: its visit is the one recorded
-        was_gone = state.key in self.runtime.records.leased_gone
-        self.runtime.records.leased_gone.discard(state.key)
-        self.became_gone = outcome is Outcome.GONE and state.status is Status.GONE and not was_gone
+        self.became_gone = self._became_gone(state, outcome)
         try:
             for outcome_listener in list(self.runtime.outcome_listeners):
                 outcome_listener(state, outcome, now, headers or {})
         finally:
             self.became_gone = False
+
+    def _became_gone(self, state: PageState, outcome: Outcome) -> bool:
+        """Whether this visit is the one that tells that the page went: once per
+        disappearance, whatever leases were given back or which worker visits it. The
+        meta record ``gone`` / ``<key>`` keeps the ``last_seen`` (last good visit) told
+        last; a page that came back has a later one and is told again."""
+        if outcome is not Outcome.GONE or state.status is not Status.GONE:
+            return False
+        told = {"last_seen": state.last_crawl}
+        try:
+            return (
+                self.runtime.store.update_meta(
+                    GONE_NAMESPACE, state.key, lambda value: None if value == told else told
+                )
+                is not None
+            )
+        except StoreError as exc:
+            self.runtime.store_error("note the gone page in", exc, state.url)
+            return False
 
     def _commit_leased(
         self, state: PageState, outcome: Outcome, now: float, cost: float,

@@ -12,7 +12,7 @@ import re
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
-from scrapy_fresh.store.base import Provider, Status
+from scrapy_fresh.store.base import DUE_STATUSES, Provider, Status
 
 if TYPE_CHECKING:
     from scrapy_fresh.store.base import PageState, SiteState
@@ -35,8 +35,6 @@ __all__ = [
 
 logger = logging.getLogger("scrapy_fresh.store")
 
-#: Statuses whose records can come due (a gone page is checked again after a back-off).
-DUE_STATUSES = frozenset({Status.QUEUED, Status.IDLE, Status.GONE})
 #: Statuses whose records ``make_due`` moves (an operator's "fetch it now").
 WAITING_STATUSES = frozenset({Status.QUEUED, Status.IDLE})
 

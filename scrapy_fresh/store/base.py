@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from scrapy_fresh.outcome import Outcome
 
 __all__ = [
+    "DUE_STATUSES",
     "MAX_FUTURE_UPDATES",
     "MAX_PAST_UPDATES",
     "ClosingStore",
@@ -67,6 +68,10 @@ class Status(str, enum.Enum):
     #: Confirmed gone (404/410); kept so that it is not rediscovered as new, and checked
     #: again after a back-off that doubles each time it is still gone.
     GONE = "gone"
+
+
+#: Statuses whose records come due (a gone page is checked again after a back-off).
+DUE_STATUSES = frozenset({Status.QUEUED, Status.IDLE, Status.GONE})
 
 
 class Provider(str, enum.Enum):

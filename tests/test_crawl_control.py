@@ -164,12 +164,18 @@ def test_commands_steer_a_running_crawl_on_sqlite(
     assert f"{a_host} is blocked; its pages wait until it is unblocked" in result.log
 
     # and while no crawl runs
+    with SQLiteStore(db) as store:  # what was learned about b_url goes with it
+        store.put_meta("quiet", url_key(b_url), {"claimed_at": 1.0, "own_due": 2.0})
+        store.put_meta("gone", url_key(b_url), {"last_seen": 1.0})
+        store.put_meta("gone", url_key(a_url), {"last_seen": 1.0})
     forgot = cli("forget", "--host", url_host(b_url), "--sqlite-path", str(db), cwd=tmp_path)
     assert forgot.returncode == 0, forgot.stderr
     assert sorted(forgot.stdout.splitlines()[:2]) == [f"forgot    {b_url}", f"forgot    {b_slow}"]
     with SQLiteStore(db) as store:
         assert [s.url for s in store.iterate()] == [a_url]
         assert store.blocked_hosts() == {}
+        assert list(store.meta("quiet")) == []
+        assert [k for k, _ in store.meta("gone")] == [url_key(a_url)]
     missing = cli("due", "--match", "nothing-matches", "--sqlite-path", str(db), cwd=tmp_path)
     assert missing.returncode == 1
     bad = cli("due", "--match", "(", "--sqlite-path", str(db), cwd=tmp_path)

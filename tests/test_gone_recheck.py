@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from scrapy_fresh.crawl.visits import GONE_NAMESPACE
+from scrapy_fresh.changes.feed import GONE_NAMESPACE
 from scrapy_fresh.outcome import Outcome
 from scrapy_fresh.store.base import Status
 from tests.conftest import HARNESS_NOW

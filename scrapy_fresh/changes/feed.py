@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
 
 __all__ = [
+    "GONE_NAMESPACE",
     "KINDS",
     "Change",
     "atom",
@@ -37,6 +38,10 @@ __all__ = [
     "parse_since",
     "read_changes",
 ]
+
+#: The meta namespace (:ref:`stores-meta`) that keeps, per gone page (by record key),
+#: the ``last_seen`` it was told gone for: told once per disappearance.
+GONE_NAMESPACE = "gone"
 
 #: The kinds of change, in the feed's ``kind`` field.
 KINDS: Final = ("new", "changed", "gone")

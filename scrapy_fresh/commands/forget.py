@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import argparse
 
+from scrapy_fresh.changes.feed import GONE_NAMESPACE
 from scrapy_fresh.commands._control import Selection, add_selection_arguments, open_stores
+from scrapy_fresh.providers.ledger import QUIET_NAMESPACE
 
 HELP = "Delete the records of pages (by URL, --host or --match); found again, they are new."
+
+#: Meta namespaces keyed by a page's record key: forgotten with the page.
+PAGE_META = (QUIET_NAMESPACE, GONE_NAMESPACE)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,6 +27,8 @@ def run(args: argparse.Namespace) -> int:
         deleted = 0
         for state in picked:
             if store.delete(state.key):
+                for namespace in PAGE_META:
+                    store.delete_meta(namespace, state.key)
                 deleted += 1
                 print(f"forgot    {state.url}")
         store.flush()

@@ -16,6 +16,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from scrapy_fresh.changes.compare import logged_changes
+from scrapy_fresh.changes.feed import GONE_NAMESPACE
 from scrapy_fresh.exceptions import StoreError
 from scrapy_fresh.fingerprint.verdict import PageContent, Verdict, judge
 from scrapy_fresh.frontier.revisit import record_visit
@@ -29,12 +30,9 @@ if TYPE_CHECKING:
 
     from scrapy_fresh.crawl.runtime import FreshRuntime, Lease
 
-__all__ = ["GONE_NAMESPACE", "OUTCOME_STATS", "VisitRecorder"]
+__all__ = ["OUTCOME_STATS", "VisitRecorder"]
 
 logger = logging.getLogger(__name__)
-
-#: The meta namespace that keeps, per gone page, the ``last_seen`` it was told for.
-GONE_NAMESPACE = "gone"
 
 #: The stat each outcome increments.
 OUTCOME_STATS = {

@@ -6,7 +6,8 @@ record, JSON compressed with zlib (:func:`pack_items`, at most
 ``fresh_previous`` (:func:`previous_values`) and, for text fields of at least
 :setting:`FRESH_DIFF_MIN_CHARS` characters, ``fresh_diff`` (:func:`text_diff`).
 
-Items of a page are matched to the previous visit's (:func:`match_items`) by the value
+Items of a page are matched to the previous visit's
+(:func:`~scrapy_fresh.fingerprint.itemfields.match_items`) by the value
 of :setting:`FRESH_ITEM_KEY_FIELD` when it is set (a product id, a URL: reordering is no
 change), else by their position on the page. Standard library only, no Scrapy.
 """
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from scrapy_fresh import default_settings as defaults
 from scrapy_fresh.exceptions import ConfigError
-from scrapy_fresh.fingerprint.itemfields import FieldRule
+from scrapy_fresh.fingerprint.itemfields import FieldRule, match_items
 
 if TYPE_CHECKING:
     from scrapy_fresh.fingerprint.verdict import Verdict
@@ -81,44 +82,6 @@ class ChangeConfig:
                 f"FRESH_ITEM_KEY_FIELD ({key!r}) has a 'skip' or 'fuzzy_bits' rule in "
                 "FRESH_FIELD_RULES; the key field must be compared exactly."
             )
-
-
-def match_items(
-    old: Sequence[Mapping[str, int]], new: Sequence[Mapping[str, int]], key_field: str | None
-) -> list[int | None]:
-    """For each new item, the index of the previous visit's item it is compared with,
-    or None for an item that is new on the page.
-
-    Without a key field items are matched by position. With one, items whose key field
-    has a hash are matched by that hash (the first unmatched previous item with it);
-    items without it are matched by position among the previous items without it.
-
-    >>> match_items([{"sku": 1}, {"sku": 2}], [{"sku": 2}, {"sku": 3}], "sku")
-    [1, None]
-    >>> match_items([{"a": 1}, {"a": 2}], [{"a": 5}], None)
-    [0]
-    """
-    if key_field is None:
-        return [i if i < len(old) else None for i in range(len(new))]
-    by_key: dict[int, list[int]] = {}
-    keyless: list[int] = []
-    for i, hashes in enumerate(old):
-        key = hashes.get(key_field)
-        if key is None:
-            keyless.append(i)
-        else:
-            by_key.setdefault(key, []).append(i)
-    out: list[int | None] = []
-    position = 0
-    for hashes in new:
-        key = hashes.get(key_field)
-        if key is None:
-            out.append(keyless[position] if position < len(keyless) else None)
-            position += 1
-            continue
-        candidates = by_key.get(key)
-        out.append(candidates.pop(0) if candidates else None)
-    return out
 
 
 def plain_value(value: Any) -> Any:

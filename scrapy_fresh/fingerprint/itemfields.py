@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -41,6 +41,7 @@ __all__ = [
     "FieldRules",
     "changed_fields",
     "item_hashes",
+    "match_items",
     "merge_rules",
     "normalise_value",
     "parse_field_rules",
@@ -321,4 +322,42 @@ def changed_fields(
         if (fields is not None and name not in fields) or rules.get(name, _EXACT).skip:
             continue
         out.append(name)
+    return out
+
+
+def match_items(
+    old: Sequence[Mapping[str, int]], new: Sequence[Mapping[str, int]], key_field: str | None
+) -> list[int | None]:
+    """For each new item, the index of the previous visit's item it is compared with,
+    or None for an item that is new on the page.
+
+    Without a key field items are matched by position. With one, items whose key field
+    has a hash are matched by that hash (the first unmatched previous item with it);
+    items without it are matched by position among the previous items without it.
+
+    >>> match_items([{"sku": 1}, {"sku": 2}], [{"sku": 2}, {"sku": 3}], "sku")
+    [1, None]
+    >>> match_items([{"a": 1}, {"a": 2}], [{"a": 5}], None)
+    [0]
+    """
+    if key_field is None:
+        return [i if i < len(old) else None for i in range(len(new))]
+    by_key: dict[int, list[int]] = {}
+    keyless: list[int] = []
+    for i, hashes in enumerate(old):
+        key = hashes.get(key_field)
+        if key is None:
+            keyless.append(i)
+        else:
+            by_key.setdefault(key, []).append(i)
+    out: list[int | None] = []
+    position = 0
+    for hashes in new:
+        key = hashes.get(key_field)
+        if key is None:
+            out.append(keyless[position] if position < len(keyless) else None)
+            position += 1
+            continue
+        candidates = by_key.get(key)
+        out.append(candidates.pop(0) if candidates else None)
     return out

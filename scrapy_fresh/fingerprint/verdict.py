@@ -7,7 +7,7 @@ One verdict per page (:func:`judge`), in this order:
 2. A page that yields items (:attr:`PageContent.items`) is *changed* exactly when some
    counted field of some item changed (:func:`~scrapy_fresh.fingerprint.itemfields.changed_fields`),
    or items appeared or went away (they are matched by their position on the page, or
-   by :setting:`FRESH_ITEM_KEY_FIELD`, :func:`~scrapy_fresh.changes.compare.match_items`). The
+   by :setting:`FRESH_ITEM_KEY_FIELD`, :func:`~scrapy_fresh.fingerprint.itemfields.match_items`). The
    page's own markup -- its sidebar, its footer, its render time -- is not looked at.
 3. A page that yields no item (or none with a counted field) is judged by its content
    digest (:attr:`PageContent.digest`: an exact hash of the page's normalised main
@@ -26,8 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from scrapy_fresh.changes.compare import match_items
-from scrapy_fresh.fingerprint.itemfields import FieldRules, changed_fields
+from scrapy_fresh.fingerprint.itemfields import FieldRules, changed_fields, match_items
 from scrapy_fresh.fingerprint.shingles import changed as simhash_changed
 from scrapy_fresh.fingerprint.shingles import hamming
 

@@ -228,3 +228,36 @@ def test_status_reports_trust_per_host_and_signal(
     out = capsys.readouterr().out
     assert "b.test" in out
     assert "DEMOTED" in out
+
+
+def test_status_of_a_redis_store_says_what_the_same_sqlite_store_says(
+    store_path: Path, capsys: pytest.CaptureFixture[str], client: object, prefix: str
+) -> None:
+    """The same records, sites, trust and blocked hosts in SQLite and in Redis: status
+    (``--redis-key``, and the project's FRESH_STORE = 'redis') reports the same."""
+    from scrapy_fresh.distributed.store import RedisStore
+    from scrapy_fresh.policy.trust import Evidence
+    from scrapy_fresh.providers.ledger import TrustLedger
+    from tests.redis_helpers import SHARED_URL
+
+    redis_store = RedisStore(client, prefix)  # type: ignore[arg-type]
+    with SQLiteStore(store_path) as sqlite_store:
+        for store in (sqlite_store, redis_store):
+            TrustLedger(store).observe("b.test", "feed", Evidence.REFUTED)
+            store.block_host("b.test", NOW - 60)
+        redis_store.put_many(sqlite_store.iterate())
+        for site in sqlite_store.sites():
+            redis_store.put_site(site)
+    from_sqlite = _status_json(capsys, "--sqlite-path", str(store_path))
+    url = ["-s", f"REDIS_URL={SHARED_URL}"]
+    from_redis = _status_json(capsys, "--redis-key", prefix, *url)
+    project = _status_json(
+        capsys, "-s", "FRESH_STORE=redis", "-s", f"FRESH_REDIS_KEY={prefix}", *url
+    )
+    assert from_redis.pop("store").startswith(f"{prefix} (")
+    assert project.pop("store").startswith(f"{prefix} (")
+    from_sqlite.pop("store")
+    assert from_redis == from_sqlite == project
+    assert from_redis["blocked"] == {"b.test": NOW - 60}
+    assert [t["host"] for t in from_redis["trust"]] == ["b.test"]
+    assert from_redis["pages"] == 6

@@ -1,5 +1,5 @@
-"""What ``scrapy-fresh due``, ``forget``, ``block`` and ``unblock`` share: the stores they
-write to and the pages they pick.
+"""What the commands share: the stores they read (``status``, ``report``) and write to
+(``due``, ``forget``, ``block``, ``unblock``), SQLite or Redis, and the pages they pick.
 
 They write to the project's store (SQLite in WAL mode, or Redis) while no crawl or a
 crawl runs: every change is one store call that leaves a visit committed meanwhile as
@@ -13,7 +13,8 @@ from __future__ import annotations
 import argparse
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from scrapy_fresh.commands._project import (
     add_store_arguments,
@@ -25,14 +26,19 @@ from scrapy_fresh.commands._project import (
 from scrapy_fresh.config import FreshConfig
 from scrapy_fresh.exceptions import ConfigError
 from scrapy_fresh.keys import url_host, url_key
-from scrapy_fresh.store.base import PageState, StateStore
+from scrapy_fresh.store.base import PageState, SiteState, StateStore
+
+if TYPE_CHECKING:
+    from scrapy_fresh.providers.ledger import HostTrust
 
 __all__ = [
     "Selection",
+    "StoreContents",
     "add_selection_arguments",
     "add_target_store_arguments",
     "host_of",
     "open_stores",
+    "read_stores",
 ]
 
 
@@ -128,6 +134,63 @@ def open_stores(args: argparse.Namespace) -> Iterator[tuple[str, StateStore]]:
             yield f"{path} (sqlite)", sqlite_store
         finally:
             sqlite_store.close()
+
+
+@dataclass
+class StoreContents:
+    """Everything ``status`` and ``report`` read from the stores the arguments name."""
+
+    config: FreshConfig
+    states: list[PageState] = field(default_factory=list)
+    sites: list[SiteState] = field(default_factory=list)
+    trust: list[HostTrust] = field(default_factory=list)
+    blocked: dict[str, float] = field(default_factory=dict)
+    description: str = ""
+
+
+def read_stores(args: argparse.Namespace) -> StoreContents:
+    """Read every record, site, trust record and blocked host of the stores the
+    arguments (or the project) name, SQLite or Redis (:func:`open_stores`).
+
+    Sites of one host found in several stores are merged (visits and changes added,
+    p_c and refresh time averaged with the visits as weights).
+    """
+    from scrapy_fresh.providers.ledger import iter_trust
+
+    config, _ = project_config(args.overrides)
+    out = StoreContents(config)
+    states: dict[str, PageState] = {}
+    sites: dict[str, SiteState] = {}
+    where = []
+    for description, store in open_stores(args):
+        where.append(description)
+        for state in store.iterate():
+            states.setdefault(state.key, state)
+        for site in store.sites():
+            sites[site.host] = _merge_site(sites[site.host], site) if site.host in sites else site
+        out.trust.extend(iter_trust(store))
+        out.blocked.update(store.blocked_hosts())
+    out.states, out.sites = list(states.values()), list(sites.values())
+    out.description = ", ".join(where)
+    return out
+
+
+def _merge_site(a: SiteState, b: SiteState) -> SiteState:
+    visits = a.visits + b.visits
+
+    def mean(x: float | None, y: float | None) -> float | None:
+        if x is None or y is None:
+            return x if y is None else y
+        return (x * a.visits + y * b.visits) / visits if visits else (x + y) / 2
+
+    return SiteState(
+        a.host,
+        visits,
+        a.changes + b.changes,
+        mean(a.p_c, b.p_c) or 0.0,
+        mean(a.refresh_secs, b.refresh_secs),
+        max(a.updated_at, b.updated_at),
+    )
 
 
 def _redis_prefixes(config: FreshConfig, settings: object, inside: bool) -> list[str]:

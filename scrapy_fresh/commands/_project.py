@@ -1,4 +1,4 @@
-"""What ``scrapy-fresh status`` and ``report`` share: the project's settings and its store.
+"""What the commands share: the project's settings and its SQLite store files.
 
 Inside a Scrapy project (a ``scrapy.cfg`` in the working directory or above) the
 project's settings are read, so the commands find the store and the visit log the
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from scrapy_fresh.config import FreshConfig
 from scrapy_fresh.exceptions import ConfigError, StoreError
-from scrapy_fresh.store.base import PageState, SiteState, StateStore
+from scrapy_fresh.store.base import StateStore
 
 if TYPE_CHECKING:
     from scrapy.settings import Settings
@@ -24,7 +24,6 @@ __all__ = [
     "open_store",
     "project_config",
     "project_settings",
-    "read_stores",
     "resolve_path",
     "store_paths",
 ]
@@ -114,24 +113,6 @@ def open_store(path: Path) -> StateStore:
     return SQLiteStore(path)
 
 
-def _merge_site(a: SiteState, b: SiteState) -> SiteState:
-    visits = a.visits + b.visits
-
-    def mean(x: float | None, y: float | None) -> float | None:
-        if x is None or y is None:
-            return x if y is None else y
-        return (x * a.visits + y * b.visits) / visits if visits else (x + y) / 2
-
-    return SiteState(
-        a.host,
-        visits,
-        a.changes + b.changes,
-        mean(a.p_c, b.p_c) or 0.0,
-        mean(a.refresh_secs, b.refresh_secs),
-        max(a.updated_at, b.updated_at),
-    )
-
-
 def store_paths(
     args: argparse.Namespace, config: FreshConfig, spider_paths: list[str]
 ) -> list[Path]:
@@ -140,8 +121,8 @@ def store_paths(
         return [Path(p) for p in args.sqlite_paths]
     if config.store != "sqlite":
         raise ConfigError(
-            f"FRESH_STORE is {config.store!r}: these commands read SQLite stores only; "
-            "give the store file with --sqlite-path."
+            f"FRESH_STORE is {config.store!r}: the commands read SQLite and Redis stores "
+            "only; give the store with --sqlite-path or --redis-key."
         )
     if not spider_paths and "%(spider)s" in config.sqlite_path:
         raise ConfigError(
@@ -151,30 +132,3 @@ def store_paths(
         )
     candidates = [resolve_path(p) for p in spider_paths or [config.sqlite_path % {}]]
     return [p for p in candidates if p.is_file()] or candidates[:1]
-
-
-def read_stores(
-    args: argparse.Namespace,
-) -> tuple[FreshConfig, list[PageState], list[SiteState], str]:
-    """Read every record and site of the stores the arguments (or the project) name.
-
-    Sites of one host found in several stores are merged (visits and changes added,
-    p_c and refresh time averaged with the visits as weights).
-    """
-    config, spider_paths = project_config(args.overrides)
-    paths = store_paths(args, config, spider_paths)
-    states: dict[str, PageState] = {}
-    sites: dict[str, SiteState] = {}
-    for path in paths:
-        store = open_store(path)
-        try:
-            for state in store.iterate():
-                states.setdefault(state.key, state)
-            for site in store.sites():
-                sites[site.host] = (
-                    _merge_site(sites[site.host], site) if site.host in sites else site
-                )
-        finally:
-            store.close()
-    description = ", ".join(str(p) for p in paths) + " (sqlite)"
-    return config, list(states.values()), list(sites.values()), description

@@ -18,7 +18,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from scrapy_fresh.commands._project import add_store_arguments, read_stores, resolve_path
+from scrapy_fresh.commands._control import add_target_store_arguments, read_stores
+from scrapy_fresh.commands._project import resolve_path
 from scrapy_fresh.exceptions import ConfigError, FreshError
 
 HELP = "Write an HTML report (plots) of freshness, outcomes, refresh times and bytes."
@@ -46,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--visit-log", default=None, help="the visit log (default: the project's FRESH_VISIT_LOG)"
     )
     parser.add_argument("--json", type=Path, default=None, help="also write the figures as JSON")
-    add_store_arguments(parser)
+    add_target_store_arguments(parser)
 
 
 def load_truth(source: str) -> dict[str, Any]:
@@ -360,7 +361,8 @@ def render_html(data: dict[str, Any], images: list[tuple[str, str]], source: str
 def run(args: argparse.Namespace) -> int:
     from scrapy_fresh.reporting import build_report, load_visit_log
 
-    config, states, sites, description = read_stores(args)
+    read = read_stores(args)
+    config, states, sites, description = read.config, read.states, read.sites, read.description
     log_path = (
         Path(args.visit_log)
         if args.visit_log

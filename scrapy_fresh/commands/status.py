@@ -9,14 +9,7 @@ import time
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from scrapy_fresh.commands._project import (
-    add_store_arguments,
-    open_store,
-    project_config,
-    read_stores,
-    store_paths,
-)
-from scrapy_fresh.config import FreshConfig
+from scrapy_fresh.commands._control import add_target_store_arguments, read_stores
 from scrapy_fresh.monitoring import StoreSnapshot, render
 from scrapy_fresh.policy.schedule import ScheduleRules
 from scrapy_fresh.store.base import DUE_STATUSES, PageState, Provider, Status
@@ -56,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="print the store's numbers in Prometheus's text format (for node_exporter's "
         "textfile collector); needs prometheus-client",
     )
-    add_store_arguments(parser)
+    add_target_store_arguments(parser)
 
 
 def _quantiles(values: list[float]) -> dict[str, float | None]:
@@ -218,40 +211,20 @@ def render_text(data: dict[str, Any], store: str) -> str:
     return "\n".join(lines)
 
 
-def blocked_and_trust(
-    args: argparse.Namespace, config: FreshConfig
-) -> tuple[dict[str, float], list[HostTrust]]:
-    """The hosts blocked, and the trust records, in the stores the arguments (or the
-    project) name."""
-    from scrapy_fresh.providers.ledger import iter_trust
-
-    _, spider_paths = project_config(args.overrides)
-    blocked: dict[str, float] = {}
-    trust: list[HostTrust] = []
-    for path in store_paths(args, config, spider_paths):
-        store = open_store(path)
-        try:
-            blocked.update(store.blocked_hosts())
-            trust.extend(iter_trust(store))
-        finally:
-            store.close()
-    return blocked, trust
-
-
 def run(args: argparse.Namespace) -> int:
-    config, states, site_list, description = read_stores(args)
-    sites = {site.host: site for site in site_list}
+    read = read_stores(args)
+    states = read.states
+    sites = {site.host: site for site in read.sites}
     now = time.time() if args.now is None else args.now
-    blocked, trust = blocked_and_trust(args, config)
     if args.prometheus:
-        snapshot = StoreSnapshot.of_states(states, now, len(blocked))
+        snapshot = StoreSnapshot.of_states(states, now, len(read.blocked))
         print(render(snapshot.samples()), end="")
         return 0
-    data = summarize(states, sites, now, args.top, trust)
-    data["rules"] = rule_rows(config.schedule_rules, states)
-    data["blocked"] = blocked
+    data = summarize(states, sites, now, args.top, read.trust)
+    data["rules"] = rule_rows(read.config.schedule_rules, states)
+    data["blocked"] = read.blocked
     if args.json:
-        print(json.dumps({"store": description, **data}, indent=2))
+        print(json.dumps({"store": read.description, **data}, indent=2))
     else:
-        print(render_text(data, description))
+        print(render_text(data, read.description))
     return 0

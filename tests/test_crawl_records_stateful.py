@@ -10,7 +10,9 @@ clock moves. After every step (DESIGN.md, invariants):
 * no page is handed out twice in one run;
 * at the end of a run every URL seen in it was fetched, unless its record says it was
   not due (the first run, on an empty store, fetches every URL it sees, as plain Scrapy
-  does).
+  does);
+* a page that goes (404/410) is told gone once per disappearance (per last good visit),
+  across runs and given-back leases.
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ class CrawlRecords(RuleBasedStateMachine):
         self.now = HARNESS_NOW
         self.committed: dict[str, tuple[int, float | None, int | None, str | None]] = {}
         self.runs = 0
+        self.told: list[tuple[str, float | None]] = []
         self.scheduler: FreshScheduler | None = None
         self._start_run()
 
@@ -83,6 +86,7 @@ class CrawlRecords(RuleBasedStateMachine):
         crawler.stats.open_spider()
         runtime = FreshRuntime.of(crawler)
         runtime.clock = lambda: self.now
+        runtime.outcome_listeners.append(self._heard)
         self.crawler, self.runtime = crawler, runtime
         self.scheduler = FreshScheduler.from_crawler(crawler)
         self.scheduler.open(crawler.spider)
@@ -91,6 +95,10 @@ class CrawlRecords(RuleBasedStateMachine):
         self.inflight: list[Request] = []
         self.seen: set[str] = set()
         self.runs += 1
+
+    def _heard(self, state: Any, outcome: Outcome, now: float, headers: Any) -> None:
+        if self.runtime.visits.became_gone:
+            self.told.append((state.key, state.last_crawl))
 
     # -- the crawl -------------------------------------------------------------------
 
@@ -133,6 +141,8 @@ class CrawlRecords(RuleBasedStateMachine):
         runtime = self.runtime
         if kind == 0:
             runtime.visits.record_outcome(meta, Outcome.ERROR)
+        elif kind == 4:
+            runtime.visits.record_outcome(meta, Outcome.GONE)
         elif kind == 1 and runtime.leases[meta["fresh_key"]].visited:
             runtime.visits.record_outcome(meta, Outcome.NOT_MODIFIED, headers={"etag": '"same"'})
         else:
@@ -147,7 +157,7 @@ class CrawlRecords(RuleBasedStateMachine):
             self._enqueue(target, FRAGMENTS[i % len(FRAGMENTS)], i)
 
     @precondition(lambda self: bool(self.inflight))
-    @rule(index=st.integers(0, 50), kind=st.integers(0, 3),
+    @rule(index=st.integers(0, 50), kind=st.integers(0, 4),
           fingerprint=st.sampled_from([0, 0xFFFF, 0xFFFF_0000_0000]))  # fmt: skip
     def complete(self, index: int, kind: int, fingerprint: int) -> None:
         self._complete(index, kind, fingerprint)
@@ -156,16 +166,17 @@ class CrawlRecords(RuleBasedStateMachine):
     def advance(self, secs: float) -> None:
         self.now += secs
 
-    @rule(start=st.integers(0, N_PAGES - 1))
-    def end_run(self, start: int) -> None:
-        """Crawl until nothing is left, then close; the next run starts."""
+    @rule(start=st.integers(0, N_PAGES - 1), kind=st.sampled_from([3, 3, 4]))
+    def end_run(self, start: int, kind: int) -> None:
+        """Crawl until nothing is left (every page fetched, or with ``kind`` 4 every page
+        answering 404), then close; the next run starts."""
         self._enqueue(start, "", 0)
         idle = 0
         while idle < 3:  # a shared frontier is polled again after a short wait
             if self._pop() or self.inflight:
                 idle = 0
                 if self.inflight:
-                    self._complete(0, 3, 0xFFFF)
+                    self._complete(0, kind, 0xFFFF)
             else:
                 idle += 1
                 self.now += 0.5
@@ -197,6 +208,11 @@ class CrawlRecords(RuleBasedStateMachine):
                 if state.last_crawl == last and state.visits == visits:
                     assert (state.fingerprint, state.etag) == (fingerprint, etag)
         assert getattr(self.runtime.store, "regressions_refused", 0) == 0
+
+    @invariant()
+    def told_gone_once_per_disappearance(self) -> None:
+        told = getattr(self, "told", [])
+        assert len(set(told)) == len(told), told
 
     def teardown(self) -> None:
         if getattr(self, "scheduler", None) is not None:

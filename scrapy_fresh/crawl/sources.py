@@ -433,7 +433,10 @@ class SharedSource(DueSource):
 
     def wake_time(self) -> float | None:
         """When the shared frontier may have pages for this worker; in continuous mode
-        also when the next record comes due there."""
+        also when the next record comes due there. None while this worker's frontier
+        is full: a pull would take nothing (its hosts' ready times wake it)."""
+        if len(self.scheduler.frontier) >= PULL_BATCH:
+            return None
         times = [self.shared.next_time]
         if self.stays_open:
             times.append(self.shared.next_due)

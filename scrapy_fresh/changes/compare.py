@@ -39,6 +39,7 @@ __all__ = [
     "plain_value",
     "previous_values",
     "text_diff",
+    "told_changes",
     "unpack_items",
 ]
 
@@ -227,22 +228,33 @@ def _cut(value: Any) -> Any:
     return value
 
 
-def logged_changes(verdict: Verdict, kept: bytes | None, min_chars: int) -> list[dict[str, Any]]:
-    """What the visit log keeps of a page's changed items (for the report): per item that
-    has something to tell, its index, the previous values and the diffs, long texts cut
-    at :data:`LOG_TEXT_MAX` characters. Empty without kept items on both visits."""
-    if verdict.new or not kept or not verdict.previous_items:
+def told_changes(verdict: Verdict, values: Sequence[Mapping[str, Any]], kept: bytes | None,
+                 min_chars: int) -> list[ItemChange | None]:  # fmt: skip
+    """What to tell of a page's changed items (:func:`describe_changes`): from the items'
+    ``values`` as the spider yielded them, else from what ``kept`` holds of them. Told
+    once per visit, and the same to the items (``fresh_previous``, ``fresh_diff``) and
+    to the visit log."""
+    if verdict.new or not verdict.previous_items:
         return []
-    described = describe_changes(
-        verdict.item_changes, verdict.matches, verdict.previous_items, unpack_items(kept),
-        min_chars,
-    )  # fmt: skip
+    if not values:
+        if not kept:
+            return []
+        values = unpack_items(kept)
+    return describe_changes(
+        verdict.item_changes, verdict.matches, verdict.previous_items, values, min_chars
+    )
+
+
+def logged_changes(told: Sequence[ItemChange | None]) -> list[dict[str, Any]]:
+    """What the visit log keeps of a page's changed items (for the report and the change
+    feed): per item that has something to tell, its index, the previous values and the
+    diffs, long texts cut at :data:`LOG_TEXT_MAX` characters."""
     return [
         {
             "item": i,
             "previous": {k: _cut(v) for k, v in change.previous.items()},
             "diff": {k: _cut(v) for k, v in change.diff.items()},
         }
-        for i, change in enumerate(described)
+        for i, change in enumerate(told)
         if change is not None
     ]

@@ -11,12 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
 
-from scrapy_fresh.changes.compare import ChangeConfig, describe_changes, pack_items
+from scrapy_fresh.changes.compare import ChangeConfig, pack_items
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from scrapy_fresh.fingerprint.verdict import Verdict
+    from scrapy_fresh.changes.compare import ItemChange
+
 
 __all__ = ["annotate", "kept_items"]
 
@@ -44,20 +45,14 @@ def _set(item: Any, name: str, value: Any) -> bool:
 
 
 def annotate(
-    items: Sequence[Any], verdict: Verdict, config: ChangeConfig, stat: Callable[[str], None]
+    items: Sequence[Any], told: Sequence[ItemChange | None], stat: Callable[[str], None]
 ) -> None:
     """Give each changed item ``fresh_previous`` (the previous values of its changed
-    fields) and ``fresh_diff`` (unified diffs of its long text fields), from the items
-    the record kept of the previous visit. Items of a new page, new items and pages
-    without kept items get neither."""
-    if verdict.new:
-        return
-    adapters = [ItemAdapter(item) for item in items]
-    described = describe_changes(
-        verdict.item_changes, verdict.matches, verdict.previous_items, adapters,
-        config.diff_min_chars,
-    )  # fmt: skip
-    for item, change in zip(items, described, strict=True):
+    fields) and ``fresh_diff`` (unified diffs of its long text fields), as the visit
+    recorder told them (:func:`~scrapy_fresh.changes.compare.told_changes`; the visit log
+    has the same). Items of a new page, new items and pages without kept items get
+    neither."""
+    for item, change in zip(items, told, strict=False):
         if change is None:
             continue
         _set(item, "fresh_previous", change.previous)

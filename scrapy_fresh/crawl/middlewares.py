@@ -457,9 +457,10 @@ class FreshSpiderMiddleware(_FreshComponent):
         if any(hashes):
             text = "\n".join(item_text(item, fields) for item in items)
             kept = kept_items(items, hashes, changes_config, self.runtime.stat)
+            values = tuple(ItemAdapter(i) for i in items) if changes_config.keep_items else ()
             content = PageContent(
                 fingerprint_text(text), items=hashes, fields=fields, rules=rules,
-                key_field=changes_config.item_key_field, kept=kept,
+                key_field=changes_config.item_key_field, kept=kept, values=values,
             )  # fmt: skip
         else:
             content = page_content(response, self._content_rules(request.meta))
@@ -471,7 +472,7 @@ class FreshSpiderMiddleware(_FreshComponent):
         )
         if result is None:
             return
-        outcome, verdict = result
+        outcome, verdict, told = result
         changes = verdict.item_changes
         items_changed = 0
         for i, item in enumerate(items):
@@ -494,4 +495,4 @@ class FreshSpiderMiddleware(_FreshComponent):
                 )
                 self.runtime.item_outcomes[id(item)] = (item, item_outcome)
         self.runtime.stat("fresh/items_changed", items_changed)
-        annotate(items, verdict, changes_config, self.runtime.stat)
+        annotate(items, told, self.runtime.stat)

@@ -15,7 +15,7 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING, Any
 
-from scrapy_fresh.changes.compare import logged_changes
+from scrapy_fresh.changes.compare import logged_changes, told_changes
 from scrapy_fresh.changes.feed import GONE_NAMESPACE
 from scrapy_fresh.exceptions import StoreError
 from scrapy_fresh.fingerprint.verdict import PageContent, Verdict, judge
@@ -28,6 +28,7 @@ from scrapy_fresh.validators import HostChecks, parse_content_length, parse_http
 if TYPE_CHECKING:
     from collections.abc import Mapping, MutableMapping
 
+    from scrapy_fresh.changes.compare import ItemChange
     from scrapy_fresh.crawl.runtime import FreshRuntime, Lease
 
 __all__ = ["OUTCOME_STATS", "VisitRecorder"]
@@ -270,7 +271,7 @@ class VisitRecorder:
         *,
         headers: Mapping[str, str | None],
         content_length: int | None,
-    ) -> tuple[Outcome, Verdict] | None:
+    ) -> tuple[Outcome, Verdict, list[ItemChange | None]] | None:
         """Record a downloaded page: new (first fetch), changed or unchanged, by
         :func:`~scrapy_fresh.fingerprint.verdict.judge` (item fields, content digest, or simhash).
 
@@ -281,8 +282,10 @@ class VisitRecorder:
         Also stores the response's validators and learns from them: an ETag that changed
         while the content did not is per-response noise; an ETag that stayed while the
         content changed is a lie (the host is then fetched in full from now on).
-        Returns the outcome and the verdict (the changed fields of each item), or None if
-        there was nothing (more) to record.
+        Returns the outcome, the verdict (the changed fields of each item) and what is
+        told of each item's change (:func:`~scrapy_fresh.changes.compare.told_changes`:
+        the same to the items and to the visit log), or None if there was nothing (more)
+        to record.
         """
         with self._visit_transaction():
             return self._record_content(meta, content, headers, content_length)
@@ -293,7 +296,7 @@ class VisitRecorder:
         content: PageContent,
         headers: Mapping[str, str | None],
         content_length: int | None,
-    ) -> tuple[Outcome, Verdict] | None:
+    ) -> tuple[Outcome, Verdict, list[ItemChange | None]] | None:
         begun = self._begin(meta)
         if begun is None:
             return None
@@ -357,13 +360,14 @@ class VisitRecorder:
             self.runtime.stat("fresh/changed_bits", verdict.magnitude)
         self.magnitude = verdict.magnitude
         self.fields = list(dict.fromkeys(n for names in verdict.item_changes for n in names))
-        self.items = logged_changes(
-            verdict, content.kept, self.runtime.config.changes.diff_min_chars
+        told = told_changes(
+            verdict, content.values, content.kept, self.runtime.config.changes.diff_min_chars
         )
+        self.items = logged_changes(told)
         try:
             self._commit(meta, state, outcome, now)
         finally:
             self.magnitude = None
             self.fields = []
             self.items = []
-        return outcome, verdict
+        return outcome, verdict, told

@@ -24,13 +24,15 @@ much changed, not whether. Standard library only, no Scrapy.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scrapy_fresh.fingerprint.itemfields import FieldRules, changed_fields, match_items
 from scrapy_fresh.fingerprint.shingles import changed as simhash_changed
 from scrapy_fresh.fingerprint.shingles import hamming
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from scrapy_fresh.store.base import PageState
 
 __all__ = ["PageContent", "Verdict", "judge"]
@@ -54,6 +56,8 @@ class PageContent:
         (:setting:`FRESH_ITEM_KEY_FIELD`); None: items are matched by position.
     :param kept: what to keep of the items for the next visit
         (:func:`~scrapy_fresh.changes.compare.pack_items`), or None.
+    :param values: the items' field values as the spider yielded them (what a change is
+        told from: previous values, diffs), or empty (then what ``kept`` holds).
     """
 
     simhash: int
@@ -63,6 +67,7 @@ class PageContent:
     rules: FieldRules = field(default_factory=dict)
     key_field: str | None = None
     kept: bytes | None = None
+    values: tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -126,11 +126,15 @@ def shop(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             "FRESH_WEBHOOK_SECRET": SECRET,
             "FRESH_WEBHOOK_OUTBOX": str(work / "outbox.sqlite"),
             "FRESH_WEBHOOK_BACKOFF_SECS": 0.2,
-            "FRESH_WEBHOOK_CLOSE_WAIT_SECS": 3.0,
         }
 
         def cycle(n: int) -> Any:
-            settings = {**base, "FEEDS": {str(work / f"c{n}.jsonl"): {"format": "jsonlines"}}}
+            settings = {
+                **base,
+                "FEEDS": {str(work / f"c{n}.jsonl"): {"format": "jsonlines"}},
+                # the wait ends once the outbox is empty; cycle 2 has nobody to answer
+                "FRESH_WEBHOOK_CLOSE_WAIT_SECS": 1.0 if n == 2 else 30.0,
+            }
             config = {"spider": "prices", "start": [server.url("/catalog.html")],
                       "clock_offset": (n - 1) * ALL_DUE_OFFSET, "settings": settings}  # fmt: skip
             crawl = run_crawl(config, work / f"c{n}")
@@ -458,3 +462,36 @@ def test_a_gone_page_that_comes_back_is_fetched_again(
     assert prices["sku-3"] == "3.99"
     saucer = [i for i in fourth.items if i.get("sku") == "sku-3" and i.get("page") == "product"]
     assert [i["price"] for i in saucer] == ["3.99"]
+
+
+def test_a_page_over_the_keep_cap_tells_the_log_what_it_tells_the_item(tmp_path: Path) -> None:
+    """A product whose new description is too long to keep (FRESH_KEEP_ITEMS_MAX_BYTES):
+    its item still gets the previous values, and the visit log (the report, the change
+    feed's readers) gets the same ones, not nothing."""
+    root = tmp_path / "site"
+    write_shop(root, PRODUCTS, [1, 2, 3, 4])
+    log = tmp_path / "visits.jsonl"
+    settings = {
+        "ADDONS": {"scrapy_fresh.Addon": 0},
+        "FRESH_SQLITE_PATH": str(tmp_path / "state.sqlite"),
+        "FRESH_VISIT_LOG": str(log),
+        "FRESH_KEEP_ITEMS": True,
+        "FRESH_KEEP_ITEMS_MAX_BYTES": 600,
+        "FRESH_DIFF_MIN_CHARS": 10_000,  # previous values only: no diffs
+    }
+    import random
+
+    noise = " ".join(f"{random.Random(n).getrandbits(64):x}" for n in range(200))
+    with Nginx(root, tmp_path / "nginx") as server:
+        config = {"spider": "prices", "start": [server.url("/catalog.html")], "settings": settings}
+        run_crawl(config, tmp_path / "c1").check()
+        write_shop(root, {**PRODUCTS, 4: ("Spoon", "2.50", noise)}, [1, 2, 3, 4])
+        second = run_crawl({**config, "clock_offset": ALL_DUE_OFFSET}, tmp_path / "c2")
+    second.check()
+    assert second.stat("fresh/items_not_kept") >= 1  # the new spoon is over the cap
+    [spoon] = [i for i in second.items if i.get("sku") == "sku-4" and i.get("page") == "product"]
+    assert spoon["fresh_previous"] == {"price": "2.00", "description": "A spoon."}
+    [line] = [
+        v for v in visits(log)[-40:] if v["url"].endswith("/p4.html") and v["outcome"] == "changed"
+    ]
+    assert [it["previous"] for it in line["items"]] == [spoon["fresh_previous"]]

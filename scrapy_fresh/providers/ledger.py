@@ -263,8 +263,13 @@ class TrustLedger:
         self._cache[(host, kind)] = seen[0]
         return seen[0]
 
-    def claimed(self, host: str, kind: str, now: float) -> None:
-        """Note that ``host`` sent a claim of ``kind`` at ``now`` (creates the record)."""
+    def claimed(self, host: str, kind: str, now: float, *, when: bool = True) -> None:
+        """Note that ``host`` sent a claim of ``kind`` at ``now`` (creates the record).
+        ``when=False``: only that it uses the kind (the record is created, and its
+        ``last_claim_at`` not moved on: no write per claim for kinds whose claims are
+        judged at their own page's visit)."""
+        if not when and self.get(host, kind) is not None:
+            return
 
         def change(entry: HostTrust, new: bool) -> bool:
             if not new and now <= entry.last_claim_at:

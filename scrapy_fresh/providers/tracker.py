@@ -677,7 +677,9 @@ class SignalTracker:
         kinds = {s.signal for s in signals.past} | {s.signal for s in signals.announced}
         kinds |= {s.signal for s in signals.not_before} | {s.signal for s in signals.quiet}
         for kind in sorted(kinds):
-            ledger.claimed(host, kind, now)
+            # when a claim came matters for the claims about other pages (a change
+            # without one since the visit before is a miss), not for a page's own
+            ledger.claimed(host, kind, now, when=kind in PAST_KINDS)
             self.stat(f"fresh/providers/claims/{kind}", 1)
             if not ledger.trusted(host, kind):
                 self.stat("fresh/providers/untrusted_claims", 1)

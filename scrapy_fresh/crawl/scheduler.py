@@ -598,8 +598,10 @@ class FreshScheduler(BaseScheduler):
 
     def _park_blocked(self, host: str, keys: list[str]) -> None:
         if keys:
-            self._blocked.setdefault(host, []).extend(keys)
             self.runtime.stat("fresh/requests/blocked_host", len(keys))
+            kept = self.source.hold_back(keys)
+            if kept:
+                self._blocked.setdefault(host, []).extend(kept)
 
     def admit(self, scored: Iterable[tuple[float, PageState]], now: float) -> None:
         scored = list(scored)

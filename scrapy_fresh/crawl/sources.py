@@ -167,6 +167,11 @@ class DueSource:
     def host_back_off(self, host: str, until: float) -> None:
         """``host`` asked (Retry-After) not to be contacted before ``until``."""
 
+    def hold_back(self, keys: list[str]) -> list[str]:
+        """Leases of a blocked host: return those this worker keeps (parked until the
+        host is unblocked); the others were handed back."""
+        return keys
+
     def close(self) -> int:
         """The run ends: give back what it leased and did not visit; return how many."""
         return self.runtime.store.release_in_flight()
@@ -463,6 +468,15 @@ class SharedSource(DueSource):
 
     def host_back_off(self, host: str, until: float) -> None:
         self.shared.back_off(host, until)
+
+    def hold_back(self, keys: list[str]) -> list[str]:
+        """Back to the shared frontier, where no worker takes them while the host is
+        blocked: parked here, a block longer than the lease would let another worker
+        take them and make this visit a lost one."""
+        self.shared.give_back(keys)
+        for key in keys:
+            self.runtime.leases.pop(key, None)
+        return []
 
     def close(self) -> int:
         return self.shared.give_back(list(self.runtime.leases))

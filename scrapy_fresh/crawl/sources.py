@@ -438,15 +438,14 @@ class SharedSource(DueSource):
 
     def wake_time(self) -> float | None:
         """When the shared frontier may have pages for this worker; in continuous mode
-        also when the next record comes due there. None while this worker's frontier
-        is full: a pull would take nothing (its hosts' ready times wake it)."""
+        also when the next record comes due there (while Redis is unreachable: at the
+        outage back-off's next try, :meth:`SharedFrontier.wake_time
+        <scrapy_fresh.distributed.shared.SharedFrontier.wake_time>`). None while this
+        worker's frontier is full: a pull would take nothing (its hosts' ready times
+        wake it)."""
         if len(self.scheduler.frontier) >= PULL_BATCH:
             return None
-        times = [self.shared.next_time]
-        if self.stays_open:
-            times.append(self.shared.next_due)
-        waits = [t for t in times if t is not None]
-        return min(waits) if waits else None
+        return self.shared.wake_time(due=self.stays_open)
 
     def on_visit(self, state: PageState, now: float) -> bool:
         self.shared.host_done(state.host, now)

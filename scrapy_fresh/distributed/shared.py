@@ -104,6 +104,10 @@ class _Backoff:
     def ready(self) -> bool:
         return time.monotonic() >= self.retry_at
 
+    def wait(self) -> float:
+        """Seconds until the next try (0: now)."""
+        return max(0.0, self.retry_at - time.monotonic())
+
     def failed(self, exc: BaseException, detail: str = "") -> None:
         wait = min(MAX_BACKOFF_SECS, FIRST_BACKOFF_SECS * 2**self.failures)
         self.failures += 1
@@ -180,6 +184,10 @@ class OutageSafeStore:
         #: key -> (stored value, record) of writes held back: another worker has the URL.
         self.deferred: dict[str, tuple[bytes | None, PageState]] = {}
         self._deferred_at = 0.0
+
+    def backoff_wait(self) -> float:
+        """Seconds until this store tries Redis again after a failure (0: now)."""
+        return self._backoff.wait()
 
     @property
     def regressions_refused(self) -> int:
@@ -640,6 +648,10 @@ class SharedFrontier:
         #: True while URLs are due, leased by other workers or held back by an outage:
         #: a cycle-mode crawl stays open while this is True.
         self.waiting = False
+        #: True from a pull that could not reach Redis to the next that does: then
+        #: :attr:`next_time` is the outage back-off's next try, and :attr:`next_due`
+        #: (from before the outage) wakes nobody.
+        self.outage = False
         self._backoff = _Backoff("the shared frontier", store.inner.where)
         self._last_pull = -math.inf
         #: Hosts answered while Redis could not be told, with when (told when it is back).
@@ -678,14 +690,11 @@ class SharedFrontier:
         ):
             return 0  # asked again too soon: nothing new can be due yet
         self._last_pull = now
-        if not self._backoff.ready():
-            self.waiting = True
-            self.next_time = now + max(0.0, self._backoff.retry_at - time.monotonic())
-            return 0
+        wait = self.backoff_wait()
+        if wait > 0:  # Redis failed a moment ago: try again at the back-off's pace
+            return self._hold(now, wait)
         if not self.store.replay():
-            self.waiting = True
-            self.next_time = now + FIRST_BACKOFF_SECS
-            return 0
+            return self._hold(now, self.store.backoff_wait())
         self._flush_done()
         try:
             popped = self.frontier.pop(now, n, busy_hosts)
@@ -694,10 +703,9 @@ class SharedFrontier:
             if not is_outage(exc):
                 raise
             self._backoff.failed(exc)
-            self.waiting = True
-            self.next_time = now + max(0.0, self._backoff.retry_at - time.monotonic())
-            return 0
+            return self._hold(now, self._backoff.wait())
         self._backoff.succeeded()
+        self.outage = False
         others = in_flight[Status.IN_FLIGHT] - len(self.store.leased) - len(popped.leased)
         self.next_due = popped.next_due_time
         times = [popped.next_host_time]
@@ -713,6 +721,29 @@ class SharedFrontier:
             self.store.leased[state.key] = (copy.deepcopy(state), leased.token)
             lease(state, leased.stream, score(state), now)
         return len(popped.leased)
+
+    def backoff_wait(self) -> float:
+        """Seconds until this worker tries Redis again after a failed call (0: now)."""
+        return max(self._backoff.wait(), self.store.backoff_wait())
+
+    def _hold(self, now: float, wait: float) -> int:
+        """Redis cannot be reached: nothing pulled; pull again in ``wait`` seconds (the
+        outage back-off), and the run stays open meanwhile."""
+        self.outage = True
+        self.waiting = True
+        self.next_time = now + wait
+        return 0
+
+    def wake_time(self, *, due: bool) -> float | None:
+        """When this worker should pull again: :attr:`next_time`, and with ``due``
+        (continuous mode) :attr:`next_due`, unless Redis could not be reached at the
+        last pull: then only the back-off's next try (a due time passed meanwhile would
+        wake the worker at once, again and again, for the whole outage)."""
+        times = [self.next_time]
+        if due and not self.outage:
+            times.append(self.next_due)
+        waits = [t for t in times if t is not None]
+        return min(waits) if waits else None
 
     def set_delay(self, host: str, delay: float) -> None:
         """Share a robots.txt Crawl-delay with every worker (best effort)."""

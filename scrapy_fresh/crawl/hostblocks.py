@@ -14,12 +14,14 @@ from collections.abc import Callable
 
 from scrapy_fresh.exceptions import StoreError
 
-__all__ = ["POLL_SECS", "HostBlocks"]
+__all__ = ["MAX_FAILING_POLL_SECS", "POLL_SECS", "HostBlocks"]
 
 logger = logging.getLogger(__name__)
 
 #: Seconds between two reads of the blocked hosts by a running crawl.
 POLL_SECS = 1.0
+#: Longest wait between two reads while the store fails (doubling from POLL_SECS).
+MAX_FAILING_POLL_SECS = 30.0
 
 
 class HostBlocks:
@@ -40,6 +42,8 @@ class HostBlocks:
         self.hosts: frozenset[str] = frozenset()
         #: When the blocked hosts are read next.
         self.next_poll = float("-inf")
+        #: Reads failed in a row (the store is unreachable).
+        self.failures = 0
 
     def __contains__(self, host: object) -> bool:
         return host in self.hosts
@@ -51,7 +55,14 @@ class HostBlocks:
         """Read the blocked hosts if it is time; return (newly blocked, newly unblocked),
         or None if it is not time yet.
 
-        A store failure keeps the hosts as they were (logged; read again next time).
+        A store failure keeps the hosts as they were: logged once, and read again after
+        a wait that doubles while it fails (up to :data:`MAX_FAILING_POLL_SECS`).
+
+        >>> def down() -> dict[str, float]:
+        ...     raise StoreError("down")
+        >>> blocks = HostBlocks(down)
+        >>> [blocks.poll(t) is not None for t in (0.0, 1.0, 2.0, 3.0, 4.0)]
+        [True, True, False, True, False]
         """
         if now < self.next_poll:
             return None
@@ -59,8 +70,19 @@ class HostBlocks:
         try:
             hosts = frozenset(self._read())
         except StoreError as exc:
-            logger.warning("scrapy_fresh: cannot read the blocked hosts: %s", exc)
+            self.failures += 1
+            wait = min(self.poll_secs * 2.0 ** (self.failures - 1), MAX_FAILING_POLL_SECS)
+            self.next_poll = now + wait
+            if self.failures == 1:
+                logger.warning(
+                    "scrapy_fresh: cannot read the blocked hosts (%s); the last ones read "
+                    "hold, and they are read again as the store comes back.",
+                    exc,
+                )
             return frozenset(), frozenset()
+        if self.failures:
+            logger.info("scrapy_fresh: the blocked hosts are read again")
+            self.failures = 0
         blocked, unblocked = hosts - self.hosts, self.hosts - hosts
         self.hosts = hosts
         return blocked, unblocked

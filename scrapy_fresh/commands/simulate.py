@@ -90,6 +90,13 @@ def add_simulation_arguments(parser: argparse.ArgumentParser) -> None:
         help="tell the crawler each page's popularity (access_count)",
     )
     parser.add_argument(
+        "--schedule-rules",
+        default=None,
+        metavar="JSON",
+        help="FRESH_SCHEDULE_RULES to replay the fresh policy under (a JSON list, or a "
+        "file holding one); trace pages that are URLs match by host and URL",
+    )
+    parser.add_argument(
         "--time-unit-secs",
         type=float,
         default=3600.0,
@@ -198,6 +205,27 @@ def load(args: argparse.Namespace) -> Any:
     return trace
 
 
+def _with_rules(text: str) -> Any:
+    """The crawler's refresh rule with the schedule rules ``--schedule-rules`` gives (a
+    JSON list, or the path of a file holding one), checked as FRESH_SCHEDULE_RULES is."""
+    from dataclasses import replace
+    from pathlib import Path
+
+    from scrapy_fresh.frontier.revisit import RevisitPolicy
+    from scrapy_fresh.policy.schedule import ScheduleRules
+
+    source = text
+    if not text.lstrip().startswith("[") and Path(text).is_file():
+        source = Path(text).read_text(encoding="utf-8")
+    try:
+        raw = json.loads(source)
+    except ValueError as exc:
+        raise ConfigError(
+            f"--schedule-rules is neither a JSON list of rules nor a file holding one: {exc}"
+        ) from None
+    return replace(RevisitPolicy(), rules=ScheduleRules.parse(raw, "--schedule-rules"))
+
+
 def config_from(args: argparse.Namespace, pages: int, **overrides: Any) -> Any:
     """The :class:`~scrapy_fresh.simulator.SimConfig` the options describe."""
     from scrapy_fresh.simulator import AccessModel, ProviderMix, SimConfig
@@ -242,6 +270,9 @@ def config_from(args: argparse.Namespace, pages: int, **overrides: Any) -> Any:
             autodetect=getattr(args, "autodetect", False),
             trust=not getattr(args, "no_trust", False),
         )
+        rules = getattr(args, "schedule_rules", None)
+        if rules is not None:
+            values["revisit"] = _with_rules(rules)
         values.update(overrides)
         return SimConfig(**values)
     except ValueError as exc:

@@ -219,8 +219,15 @@ class FreshScheduler(BaseScheduler):
     def may_take_early(self, state: PageState, now: float) -> bool:
         """A record due within the lookahead is taken now unless this run fetched it
         already, or its due time waits for an announced update still to come (fetched
-        before it, the copy would be stale at once: Xu et al.'s slot rule)."""
-        return may_take_early(state, now, self.opened_at)
+        before it, the copy would be stale at once: Xu et al.'s slot rule), or the
+        schedule rules do not allow it yet (:meth:`rules_allow`)."""
+        return may_take_early(state, now, self.opened_at) and self.rules_allow(state, now)
+
+    def rules_allow(self, state: PageState, now: float) -> bool:
+        """Whether :setting:`FRESH_SCHEDULE_RULES` allow fetching ``state`` at ``now``,
+        before its due time (``min``, windows, days)."""
+        rules = self.runtime.policy.rules
+        return not rules or rules.allows(state.url, state.host, state.last_crawl, now)
 
     def close(self, reason: str) -> None:
         if self._closed:

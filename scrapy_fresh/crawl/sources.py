@@ -86,6 +86,9 @@ class Scheduling(Protocol):
     def may_take_early(self, state: PageState, now: float) -> bool:
         """Whether a record due within the lookahead is taken now."""
 
+    def rules_allow(self, state: PageState, now: float) -> bool:
+        """Whether the schedule rules allow fetching a record before its due time."""
+
     def idle(self) -> bool:
         """Whether nothing is leased or waiting to go out."""
 
@@ -317,6 +320,7 @@ class BudgetSource(CycleSource):
             cut=self.cut,
             new_share=self.config.new_url_share,
             early=self.scheduler.may_take_early,
+            allowed=self.scheduler.rules_allow,
         )
         self.budget_left = plan.budget_left
         self.spare = plan.spare

@@ -99,6 +99,7 @@ def plan_cycle(
     cut: float | None = None,
     new_share: float = 0.0,
     early: Callable[[PageState, float], bool] | None = None,
+    allowed: Callable[[PageState, float], bool] | None = None,
 ) -> CyclePlan:
     """Choose what a cycle with ``budget`` fetches from ``records`` (see the module doc).
 
@@ -106,7 +107,10 @@ def plan_cycle(
     lookahead), or every such record with ``params.fill``; records due later are passed
     over without the fill, and with it when they are not visited or in error back-off. ``early(state, now)`` says
     whether a record due after ``now`` but by ``cut`` may be taken now (default:
-    :func:`may_take_early` with the run opened at ``now``).
+    :func:`may_take_early` with the run opened at ``now``). ``allowed(state, now)`` says
+    whether a record may be fetched before its due time at all (the operator's schedule
+    rules, :meth:`~scrapy_fresh.policy.schedule.ScheduleRules.allows`): neither an
+    early take nor the fill takes one it refuses.
     """
     cut = now if cut is None else cut
     take_early = early or (lambda state, t: may_take_early(state, t, t))
@@ -117,6 +121,8 @@ def plan_cycle(
     waiting: _Best | None = _Best(budget)
     n_new = n_due = n_waiting = 0
     for state in records:
+        if state.next_due > now and allowed is not None and not allowed(state, now):
+            continue  # the schedule rules hold it back until its due time
         if state.next_due <= cut:
             if state.next_due > now and not take_early(state, now):
                 continue

@@ -287,6 +287,13 @@ class ScheduleRules:
         rule = self.rule_for(url, host)
         return proposed if rule is None else rule.bound(last_visit, proposed)
 
+    def allows(self, url: str, host: str, last_visit: float | None, now: float) -> bool:
+        """Whether a page may be fetched at ``now``, before its due time (an early take
+        within the lookahead, a budget's fill): not sooner than ``min`` after its last
+        visit, and inside its windows and days."""
+        rule = self.rule_for(url, host)
+        return rule is None or rule.bound(last_visit, now) <= now
+
     @classmethod
     def parse(cls, raw: Any, name: str) -> ScheduleRules:
         """Read a list of rule dicts (the setting ``name``); raise ConfigError naming the

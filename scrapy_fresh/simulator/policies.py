@@ -476,11 +476,15 @@ class Fresh(_Records):
                 candidates = ordered + [s for i, s in enumerate(states) if i not in due]
         elif len(ordered) <= capacity:  # all the due ones, then the best others
             room = capacity - len(ordered) if params.fill else 0
-            candidates = ordered + self._top(room, now, lambda i: i not in due)
+            candidates = ordered + self._top(
+                room, now, lambda i: i not in due and self._allowed(states[i], now)
+            )
         else:  # binding: the best of all (or of the due ones without fill)
             fill = params.fill
-            candidates = self._top(capacity, now, lambda i: fill or i in due)
-        plan = plan_cycle(candidates, now, capacity, params, cut=cut)
+            candidates = self._top(
+                capacity, now, lambda i: i in due or (fill and self._allowed(states[i], now))
+            )
+        plan = plan_cycle(candidates, now, capacity, params, cut=cut, allowed=self._allowed)
         frontier = self.frontier
         for score, state in plan.taken:
             state.status = Status.IN_FLIGHT
@@ -490,6 +494,12 @@ class Fresh(_Records):
         while (popped := frontier.pop(now)) is not None:
             out.append(self.index[popped.key])
         return out
+
+    def _allowed(self, state: PageState, now: float) -> bool:
+        """Whether the schedule rules (``SimConfig.revisit.rules``) allow fetching
+        ``state`` before its due time, as the crawler's planner asks."""
+        rules = self.revisit.rules
+        return not rules or rules.allows(state.url, state.host, state.last_crawl, now)
 
     def _top(self, k: int, now: float, keep: Callable[[int], bool]) -> list[PageState]:
         """The ``k`` records of highest score at ``now`` (see the class doc) among those

@@ -132,6 +132,13 @@ class FreshRuntime:
         self.outcome_listeners: list[
             Callable[[PageState, Outcome, float, Mapping[str, str | None]], None]
         ] = []
+        #: Called with (record, outcome, now, headers) after the refresh rule has recorded
+        #: a visit and before the record is written (the provider signals: one record
+        #: write per visit). Not on a store that writes visits under a lease (Redis): the
+        #: outcome listeners apply what they change there, after the visit's commit.
+        self.visit_amenders: list[
+            Callable[[PageState, Outcome, float, Mapping[str, str | None]], None]
+        ] = []
         #: What this crawl learns about hosts' validators (:mod:`scrapy_fresh.crawl.checks`).
         self.checks = CheckLearning(self)
         #: Writes each visit (:mod:`scrapy_fresh.crawl.visits`).

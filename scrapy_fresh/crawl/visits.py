@@ -145,6 +145,8 @@ class VisitRecorder:
             record_visit(state, outcome, now, self.runtime.policy, site, check_cost=cost)
             if checks is not None:
                 site.checks = checks.counts()  # what this run learned holds in the next
+            for amend in list(self.runtime.visit_amenders):  # one write of the record
+                amend(state, outcome, now, headers or {})
             try:
                 self.runtime.store.put(state)
                 self.runtime.store.put_site(site)

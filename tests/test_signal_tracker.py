@@ -391,3 +391,29 @@ def test_skip_hours_are_judged_by_when_the_change_was_made(store):
     assert counts["fresh/providers/quiet/claims"] == 2
     assert seen == [1, 1]
     assert tracker.ledger.record(HOST, "cache").refuted == pytest.approx(1.0)
+
+
+def test_deferred_claim_times_reach_the_store_when_flushed_past_kinds_at_once(store):
+    """defer_claims: a kind whose trust record exists keeps its latest claim time in
+    memory until flush_claims (nothing reads it before); a new kind's record, and the
+    claim time of a past kind (read to tell missed changes), are written at once."""
+    tracker = SignalTracker(store, defer_claims=True)
+    key = url_key(URL)
+    store.put(crawled())
+
+    def claimed(kind: str) -> float | None:
+        value = store.get_meta("trust", f"{kind}/{HOST}")
+        return None if value is None else value["last_claim_at"]
+
+    for at in (100.0, 200.0, 300.0):
+        own = Signals(past=[PastUpdate(URL, at - 50.0, "http-lastmod")])
+        tracker.before_visit(store.get(key))
+        tracker.add_own(key, own)
+        visit(store, tracker, key, at, changed=False)
+        tracker.apply(sitemap(URL, 1.0), now=at)
+    assert claimed("http-lastmod") == 100.0  # created by the first claim; later ones kept
+    assert claimed("sitemap") == 300.0  # read by the next visit: written each time
+    tracker.flush_claims()
+    assert claimed("http-lastmod") == 300.0
+    plain = SignalTracker(MemoryStore())
+    assert plain.defer_claims is False

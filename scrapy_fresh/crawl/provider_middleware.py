@@ -224,8 +224,9 @@ class FreshProviderMiddleware:
     def tracker(self) -> SignalTracker:
         """The tracker, built on the store at first use (the store opens lazily)."""
         if self._tracker is None:
+            store = self.runtime.store  # opened: whether it writes under leases is known
             self._tracker = SignalTracker(
-                self.runtime.store,
+                store,
                 records=self._records,
                 params=self.params,
                 autodetect=self.autodetect,
@@ -235,7 +236,10 @@ class FreshProviderMiddleware:
                 stat=self.runtime.stat,
                 on_trust_change=self._log_trust_change,
                 rules=self.runtime.policy.rules,
+                # claim times kept until idle or close, unless other workers share the store
+                defer_claims=self.runtime.leased_store is None,
             )
+            self.runtime.close_listeners.append(self._flush_claims)
         return self._tracker
 
     @property
@@ -455,10 +459,21 @@ class FreshProviderMiddleware:
         last idle that the spider did not request itself."""
         unjudged, self._unjudged = self._unjudged, {}
         held, self._held = self._held, []
+        self._flush_claims()
         try:
             self._judge_unused(unjudged)
         finally:
             self._request(held)
+
+    def _flush_claims(self) -> None:
+        """Write the claim times the tracker kept in memory (idle, and before the store
+        closes)."""
+        if self._tracker is None:
+            return
+        try:
+            self._tracker.flush_claims()
+        except StoreError as exc:
+            self.runtime.store_error("write provider claim times to", exc)
 
     def _judge_unused(self, unjudged: dict[str, list[str]]) -> None:
         for key, sample in unjudged.items():

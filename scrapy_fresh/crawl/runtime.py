@@ -139,6 +139,9 @@ class FreshRuntime:
         self.visit_amenders: list[
             Callable[[PageState, Outcome, float, Mapping[str, str | None]], None]
         ] = []
+        #: Called (no arguments) when the store is about to close: write what is kept
+        #: in memory.
+        self.close_listeners: list[Callable[[], None]] = []
         #: What this crawl learns about hosts' validators (:mod:`scrapy_fresh.crawl.checks`).
         self.checks = CheckLearning(self)
         #: Writes each visit (:mod:`scrapy_fresh.crawl.visits`).
@@ -182,6 +185,8 @@ class FreshRuntime:
 
     def close_store(self) -> None:
         if self._store is not None:
+            for listener in list(self.close_listeners):
+                listener()
             self.flush_new()
             try:
                 self._store.flush()

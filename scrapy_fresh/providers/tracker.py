@@ -42,6 +42,7 @@ every method takes ``now``.
 from __future__ import annotations
 
 import logging
+import math
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -206,6 +207,11 @@ class SignalTracker:
         quiet claims).
     :param rules: the operator's bounds on due times (:setting:`FRESH_SCHEDULE_RULES`):
         a due time a signal gives is bounded as a visit's is.
+    :param defer_claims: keep in memory when a host last sent a claim of a kind whose
+        trust record exists already and whose claim time nothing reads (all but
+        :data:`PAST_KINDS`: their records' existence is what counts), until
+        :meth:`flush_claims` writes them: one trust-record write per host, kind and
+        flush instead of one per visit. For a store only this process writes.
     """
 
     def __init__(
@@ -223,6 +229,7 @@ class SignalTracker:
         stat: Callable[[str, int], None] = _no_stat,
         on_trust_change: Callable[[str, str, bool, float], None] | None = None,
         rules: ScheduleRules = NO_RULES,
+        defer_claims: bool = False,
     ) -> None:
         self.store = store
         self.rules = rules
@@ -237,6 +244,9 @@ class SignalTracker:
         self.stat = stat
         self.on_trust_change = on_trust_change
         self.ledger = TrustLedger(store, params)
+        self.defer_claims = defer_claims
+        #: (host, kind) -> the latest claim time not written yet (see ``defer_claims``).
+        self._deferred_claims: dict[tuple[str, str], float] = {}
         self._visits: dict[str, _Visit] = {}
         self._pending: OrderedDict[str, Signals] = OrderedDict()
         #: key -> claims of this run: (kind, time, probability; None for a past update).
@@ -315,6 +325,26 @@ class SignalTracker:
         consume_announced(state, now)
         self._absorb(state, own, now, visited=True)
         return (state.next_due, state.provider) != before
+
+    def flush_claims(self) -> None:
+        """Write the claim times kept in memory (``defer_claims``) to the trust records."""
+        deferred, self._deferred_claims = self._deferred_claims, {}
+        for (host, kind), when in deferred.items():
+            self.ledger.claimed(host, kind, when)
+
+    def _claimed(self, host: str, kind: str, now: float) -> None:
+        """Note a claim of ``kind`` from ``host`` (creating its trust record); a claim
+        time nothing reads is kept in memory with ``defer_claims``."""
+        if (
+            self.defer_claims
+            and kind not in PAST_KINDS
+            and self.ledger.get(host, kind) is not None
+        ):
+            group = (host, kind)
+            if now > self._deferred_claims.get(group, -math.inf):
+                self._deferred_claims[group] = now
+            return
+        self.ledger.claimed(host, kind, now)
 
     # -- signals about pages -----------------------------------------------------------
 
@@ -677,7 +707,7 @@ class SignalTracker:
         kinds = {s.signal for s in signals.past} | {s.signal for s in signals.announced}
         kinds |= {s.signal for s in signals.not_before} | {s.signal for s in signals.quiet}
         for kind in sorted(kinds):
-            ledger.claimed(host, kind, now)
+            self._claimed(host, kind, now)
             self.stat(f"fresh/providers/claims/{kind}", 1)
             if not ledger.trusted(host, kind):
                 self.stat("fresh/providers/untrusted_claims", 1)

@@ -139,6 +139,8 @@ class FreshRuntime:
         self.policy = revisit_policy(config)
         self.score_params = score_params(config)
         self._store: StateStore | None = None
+        self._stats: Any = None
+        self._inc_value: Callable[[str, int], None] = lambda name, count: None
         #: The store when it writes visits under a lease (Redis), else None.
         self.leased_store: LeasedVisitStore | None = None
         #: Page records outside a visit: new ones queued, sightings merged, leases taken.
@@ -239,7 +241,9 @@ class FreshRuntime:
             stats = self.crawler.stats
         except RuntimeError:  # not crawling (yet)
             return
-        stats.inc_value(name, count)
+        if stats is not self._stats:  # inc_value looked up once per stats object:
+            self._stats, self._inc_value = stats, stats.inc_value  # each lookup is a call
+        self._inc_value(name, count)
 
     def store_error(self, action: str, exc: Exception, url: str = "") -> None:
         """Log a store failure as the style guide says: warn, count, carry on."""

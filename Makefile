@@ -46,6 +46,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/redis_frontier.py
 	$(BIN)/python bench/scheduler.py
 	$(BIN)/python bench/url_key.py
+	$(BIN)/python bench/headers.py
 	$(BIN)/python bench/bandwidth.py
 	$(BIN)/python bench/simulate.py
 	$(BIN)/python bench/provider_signals.py

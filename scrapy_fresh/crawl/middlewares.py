@@ -28,7 +28,7 @@ from scrapy.http.request import NO_CALLBACK
 
 from scrapy_fresh.crawl.item_changes import annotate, kept_items
 from scrapy_fresh.crawl.requestinfo import is_robots_request
-from scrapy_fresh.crawl.runtime import FreshRuntime, Lease, header
+from scrapy_fresh.crawl.runtime import FreshRuntime, Lease, header, header_items
 from scrapy_fresh.exceptions import ConfigError
 from scrapy_fresh.fingerprint.content import DEFAULT_RULES, ContentRules, digest
 from scrapy_fresh.fingerprint.itemfields import (
@@ -87,7 +87,7 @@ def _headers(response: Response, names: tuple[str, ...] = _HEADERS) -> dict[str,
 def _answer_bytes(response: Response) -> int:
     """About what a body-less answer weighed on the wire: status line and headers."""
     size = len(b"HTTP/1.1 304 Not Modified\r\n\r\n")  # status line and the blank line
-    for name, values in response.headers.items():
+    for name, values in header_items(response.headers):
         for value in values:
             size += len(name) + len(value) + 4  # "name: value\r\n"
     return size

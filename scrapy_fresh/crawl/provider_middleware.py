@@ -178,7 +178,10 @@ class FreshProviderMiddleware:
         self._records = _Records(runtime)
         #: key -> (request meta, record URL) of a visit under way.
         self._visits: dict[str, tuple[MutableMapping[str, Any], str]] = {}
+        runtime.visit_amenders.append(self._amend)
         runtime.outcome_listeners.append(self._on_outcome)
+        #: Keys whose visit :meth:`_amend` applied signals to before the record's write.
+        self._amended: set[str] = set()
         # -- sitemap discovery
         self.sitemaps = config.provider_sitemaps
         self.fetch_robots = (
@@ -534,6 +537,21 @@ class FreshProviderMiddleware:
 
     # -- after a visit -----------------------------------------------------------------
 
+    def _amend(
+        self,
+        state: PageState,
+        outcome: Outcome,
+        now: float,
+        headers: Mapping[str, str | None],
+    ) -> None:
+        """Apply the visit's provider signals to ``state`` before the visit writes it (one
+        write per visit; SQLite and memory stores)."""
+        self._amended.add(state.key)
+        try:
+            self._after_visit(state, outcome, now, headers)
+        except StoreError as exc:
+            self.runtime.store_error("write provider signals to", exc, state.url)
+
     def _on_outcome(
         self,
         state: PageState,
@@ -541,6 +559,33 @@ class FreshProviderMiddleware:
         now: float,
         headers: Mapping[str, str | None],
     ) -> None:
+        """After a visit's commit: apply its provider signals unless :meth:`_amend` did
+        (a store that writes visits under a lease, Redis), and write them."""
+        if state.key in self._amended:
+            self._amended.discard(state.key)
+            return  # written with the visit; the visit listeners saw the due time
+        try:
+            before = _snapshot(state)  # the visit wrote the record as it is now
+            moved = self._after_visit(state, outcome, now, headers)
+            if outcome in (Outcome.GONE, Outcome.ERROR):
+                return
+            if _snapshot(state) != before:
+                self.runtime.store.put(state)
+        except StoreError as exc:
+            self.runtime.store_error("write provider signals to", exc, state.url)
+            return
+        if moved:
+            self._tell_scheduler([state])
+
+    def _after_visit(
+        self,
+        state: PageState,
+        outcome: Outcome,
+        now: float,
+        headers: Mapping[str, str | None],
+    ) -> bool:
+        """The tracker's judging and signals after a visit (the record is not written);
+        returns whether its due time or level moved."""
         visit = self._visits.pop(state.key, None)
         postpone = state.key in self._postponed
         self._postponed.discard(state.key)
@@ -553,21 +598,13 @@ class FreshProviderMiddleware:
                 answer = header_signals(headers, state.url, now)
                 self._count_skipped(answer.report)
                 own.extend(answer)
-        try:
-            before = _snapshot(state)  # the visit wrote the record as it is now
-            moved = self.tracker.after_visit(state, outcome, now, own)
-            if outcome in (Outcome.GONE, Outcome.ERROR):
-                return
-            if postpone:
-                state.next_due = max(state.next_due, now + self.runtime.config.max_refresh_secs)
-                moved = True
-            if _snapshot(state) != before:
-                self.runtime.store.put(state)
-        except StoreError as exc:
-            self.runtime.store_error("write provider signals to", exc, state.url)
-            return
-        if moved:
-            self._tell_scheduler([state])
+        moved = self.tracker.after_visit(state, outcome, now, own)
+        if outcome in (Outcome.GONE, Outcome.ERROR):
+            return moved
+        if postpone:
+            state.next_due = max(state.next_due, now + self.runtime.config.max_refresh_secs)
+            moved = True
+        return moved
 
     def _log_trust_change(self, host: str, kind: str, demoted: bool, score: float) -> None:
         if kind == QUIET_KIND:

@@ -18,6 +18,8 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from scrapy.http.headers import Headers
+
 from scrapy_fresh.config import FreshConfig, revisit_policy, score_params
 from scrapy_fresh.crawl.checks import CheckLearning
 from scrapy_fresh.crawl.records import CrawlRecords
@@ -28,21 +30,43 @@ from scrapy_fresh.outcome import Outcome
 from scrapy_fresh.store.base import LeasedVisitStore, PageState, StateStore
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Iterable, Mapping
 
     from scrapy import Request
     from scrapy.crawler import Crawler
 
-__all__ = ["FreshRuntime", "Lease"]
+__all__ = ["FreshRuntime", "Lease", "header", "header_items"]
 
 logger = logging.getLogger(__name__)
 
 _RUNTIMES: weakref.WeakKeyDictionary[Crawler, FreshRuntime] = weakref.WeakKeyDictionary()
 
 
+#: Header names as a Scrapy ``Headers`` object keys them (``Headers.normkey``).
+_HEADER_KEYS: dict[str, bytes] = {}
+
+
+def header_items(headers: Any) -> Iterable[tuple[Any, Any]]:
+    """``(name, values)`` of a Scrapy ``Headers`` object (or any mapping), as its
+    ``items()`` gives them: ``Headers`` keeps them so in its dict (``items()`` would
+    look each one up again by its normalised name)."""
+    return dict.items(headers) if type(headers) is Headers else headers.items()
+
+
 def header(headers: Any, name: str) -> str | None:
-    """Return one header of a Scrapy ``Headers`` object as text, or None."""
-    value = headers.get(name)
+    """Return one header of a Scrapy ``Headers`` object as text, or None.
+
+    The last value, as ``Headers.get`` returns it; read from the dict ``Headers`` keeps
+    under normalised names, without its per-call normalising of the name and default.
+    """
+    if type(headers) is Headers:
+        key = _HEADER_KEYS.get(name)
+        if key is None:
+            key = _HEADER_KEYS[name] = headers.normkey(name)
+        values = dict.get(headers, key)
+        value = values[-1] if values else None
+    else:
+        value = headers.get(name)
     if value is None:
         return None
     if isinstance(value, bytes):
@@ -115,6 +139,8 @@ class FreshRuntime:
         self.policy = revisit_policy(config)
         self.score_params = score_params(config)
         self._store: StateStore | None = None
+        self._stats: Any = None
+        self._inc_value: Callable[[str, int], None] = lambda name, count: None
         #: The store when it writes visits under a lease (Redis), else None.
         self.leased_store: LeasedVisitStore | None = None
         #: Page records outside a visit: new ones queued, sightings merged, leases taken.
@@ -130,6 +156,13 @@ class FreshRuntime:
         #: visit log, provider signals); ``headers`` are a body-less answer's (a 304's,
         #: lower-case names), else empty: a downloaded page's are in its response.
         self.outcome_listeners: list[
+            Callable[[PageState, Outcome, float, Mapping[str, str | None]], None]
+        ] = []
+        #: Called with (record, outcome, now, headers) after the refresh rule has recorded
+        #: a visit and before the record is written (the provider signals: one record
+        #: write per visit). Not on a store that writes visits under a lease (Redis): the
+        #: outcome listeners apply what they change there, after the visit's commit.
+        self.visit_amenders: list[
             Callable[[PageState, Outcome, float, Mapping[str, str | None]], None]
         ] = []
         #: What this crawl learns about hosts' validators (:mod:`scrapy_fresh.crawl.checks`).
@@ -203,7 +236,9 @@ class FreshRuntime:
             stats = self.crawler.stats
         except RuntimeError:  # not crawling (yet)
             return
-        stats.inc_value(name, count)
+        if stats is not self._stats:  # inc_value looked up once per stats object:
+            self._stats, self._inc_value = stats, stats.inc_value  # each lookup is a call
+        self._inc_value(name, count)
 
     def store_error(self, action: str, exc: Exception, url: str = "") -> None:
         """Log a store failure as the style guide says: warn, count, carry on."""

@@ -26,7 +26,7 @@ from scrapy.exceptions import NotConfigured
 
 from scrapy_fresh import default_settings
 from scrapy_fresh.config import flag
-from scrapy_fresh.crawl.runtime import FreshRuntime
+from scrapy_fresh.crawl.runtime import FreshRuntime, header_items
 from scrapy_fresh.crawl.stores import resolve_sqlite_path
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ def wire_bytes(status: int, headers: Any, body: bytes) -> int:
     30
     """
     size = len(f"HTTP/1.1 {status} \r\n") + 2 + len(body)
-    for name, values in headers.items():
+    for name, values in header_items(headers):
         for value in values if isinstance(values, list) else [values]:
             size += len(name) + len(value) + 4
     return size

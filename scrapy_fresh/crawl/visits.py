@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from scrapy_fresh.changes.compare import ItemChange
     from scrapy_fresh.crawl.runtime import FreshRuntime, Lease
 
-__all__ = ["OUTCOME_STATS", "VisitRecorder"]
+__all__ = ["OUTCOME_STATS", "VisitRecorder", "debug_wanted"]
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +45,24 @@ OUTCOME_STATS = {
     Outcome.ERROR: "fresh/errors",
     Outcome.BLOCKED: "fresh/blocked",
 }
+
+
+def debug_wanted(log: logging.Logger) -> bool:
+    """Whether a DEBUG record of ``log`` would reach a handler that takes it, as
+    :meth:`logging.Logger.callHandlers` looks for one. Scrapy sets the root logger to
+    NOTSET and filters by LOG_LEVEL in its handler, so ``isEnabledFor`` alone says yes."""
+    if not log.isEnabledFor(logging.DEBUG):
+        return False
+    current: logging.Logger | None = log
+    found = False
+    while current is not None:
+        for handler in current.handlers:
+            found = True
+            if handler.level <= logging.DEBUG:
+                return True
+        current = current.parent if current.propagate else None
+    resort = logging.lastResort
+    return not found and resort is not None and resort.level <= logging.DEBUG
 
 
 def _add_counts(stored: Mapping[str, Any], delta: Mapping[str, int]) -> dict[str, int]:
@@ -145,6 +163,8 @@ class VisitRecorder:
             record_visit(state, outcome, now, self.runtime.policy, site, check_cost=cost)
             if checks is not None:
                 site.checks = checks.counts()  # what this run learned holds in the next
+            for amend in list(self.runtime.visit_amenders):  # one write of the record
+                amend(state, outcome, now, headers or {})
             try:
                 self.runtime.store.put(state)
                 self.runtime.store.put_site(site)
@@ -154,7 +174,7 @@ class VisitRecorder:
         if written is not False:
             self.runtime.stat(OUTCOME_STATS[outcome])
         self.runtime.report_regressions()
-        if logger.isEnabledFor(logging.DEBUG):  # per visit: no arguments built for nothing
+        if debug_wanted(logger):  # per visit: no record built for nothing
             logger.debug(
                 "scrapy_fresh: %(url)s %(outcome)s; next visit in %(secs).0f s%(lost)s",
                 {"url": state.url, "outcome": outcome.value, "secs": state.next_due - now,

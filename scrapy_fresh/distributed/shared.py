@@ -374,15 +374,9 @@ class OutageSafeStore:
 
     def get_meta(self, namespace: str, key: str) -> dict[str, Any] | None:
         """The meta record, or (Redis unreachable) the copy this worker last saw."""
-        name = f"{namespace}/{key}"
-        try:
-            value: dict[str, Any] | None = self._read("get_meta", namespace, key)
-        except StoreError as exc:
-            if name not in self._meta or not is_outage(exc):
-                raise
-            return copy.deepcopy(self._meta[name])
-        if value is not None:
-            self._meta[name] = copy.deepcopy(value)
+        value: dict[str, Any] | None = self._read_kept(
+            self._meta, f"{namespace}/{key}", "get_meta", namespace, key
+        )
         return value
 
     def put_meta(self, namespace: str, key: str, value: dict[str, Any]) -> None:
@@ -562,15 +556,21 @@ class OutageSafeStore:
         return len(self.inner)
 
     def get_site(self, host: str) -> SiteState | None:
-        try:
-            site: SiteState | None = self._read("get_site", host)
-        except StoreError as exc:
-            if host not in self._sites or not is_outage(exc):
-                raise
-            return copy.deepcopy(self._sites[host])
-        if site is not None:
-            self._sites[host] = copy.deepcopy(site)
+        site: SiteState | None = self._read_kept(self._sites, host, "get_site", host)
         return site
+
+    def _read_kept(self, kept: dict[str, Any], name: str, method: str, *args: Any) -> Any:
+        """Read through the inner store, keeping a copy of what is found under ``name``
+        in ``kept``; while Redis is unreachable, give the copy kept (else raise)."""
+        try:
+            value = self._read(method, *args)
+        except StoreError as exc:
+            if name not in kept or not is_outage(exc):
+                raise
+            return copy.deepcopy(kept[name])
+        if value is not None:
+            kept[name] = copy.deepcopy(value)
+        return value
 
     def put_site(self, site: SiteState) -> None:
         self._sites[site.host] = copy.deepcopy(site)

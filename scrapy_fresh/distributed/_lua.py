@@ -24,6 +24,7 @@ up to date by every store write so that both always agree):
 ``P:flight``        zset    in-flight keys by in_flight_since (unset: ``-inf``)
 ``P:counts``        hash    status -> number of records
 ``P:lastid``        string  the highest doc_id ever given
+``P:upgraded``      hash    one-time upgrades done on this store (``gone_due``)
 ``P:sites``         hash    host -> site record (JSON)
 ``P:wm``            string  frontier watermark: every due key with next_due <= it
                             is in the ready queue of its host
@@ -54,6 +55,7 @@ __all__ = [
     "DUE",
     "GIVE_BACK",
     "HOST_DONE",
+    "INDEX_GONE",
     "MARK",
     "POP",
     "RELEASE",
@@ -246,6 +248,29 @@ for _, key in ipairs(keys) do
   if v then out[#out + 1] = key; out[#out + 1] = v end
 end
 return out
+"""
+)
+
+#: upgrade_gone_due. ARGV: P, key, key, ... Gone records (status 3) missing from the due
+#: set, written before gone pages were checked again, go in it by their next_due (and in
+#: their host's ready queue if the watermark has passed it). Returns how many.
+INDEX_GONE = (
+    _PRELUDE
+    + r"""
+local added = 0
+for i = 2, #ARGV do
+  local key = ARGV[i]
+  local v = redis.call('HGET', K_PAGES, key)
+  if v then
+    local r = parse(v)
+    if r.s == '3' and not redis.call('ZSCORE', K_DUE, key) then
+      redis.call('ZADD', K_DUE, r.nd, key)
+      if tonumber(r.nd) <= WM then enqueue_ready(key, r) end
+      added = added + 1
+    end
+  end
+end
+return added
 """
 )
 

@@ -154,8 +154,9 @@ def open_redis_store(
     store = RedisStore.from_settings(settings, prefix, priority=due_priority(params))
     try:
         store.upgrade_legacy_sites()
-    except StoreError as exc:  # Redis is not there yet: the next open moves them
-        logger.warning("scrapy_fresh: old site records not moved to meta records: %s", exc)
+        store.upgrade_gone_due()
+    except StoreError as exc:  # Redis is not there yet: the next open does it
+        logger.warning("scrapy_fresh: Redis store not upgraded: %s", exc)
     return store
 
 

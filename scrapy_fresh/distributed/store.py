@@ -322,6 +322,7 @@ class RedisStore(ClosingStore):
         self._release = client.register_script(lua.RELEASE)
         self._write_if = client.register_script(lua.WRITE_IF)
         self._value_cas = client.register_script(lua.VALUE_CAS)
+        self._index_gone = client.register_script(lua.INDEX_GONE)
         #: Updates of meta records run again because another process wrote in between.
         self.meta_retries = 0
         #: ``"<namespace>/<key>"`` -> its stored value as last seen (None: none).
@@ -844,6 +845,33 @@ class RedisStore(ClosingStore):
                 {"prefix": self.prefix, "n": moved},
             )
         return moved
+
+    def upgrade_gone_due(self) -> int:
+        """Put gone records written before gone pages were checked again (they were
+        left out of the due set, so never came due) in the due set, once per store
+        (``P:upgraded`` notes it); return how many."""
+        marker = f"{self.prefix}:upgraded"
+        if self._call("read the upgrades", self.client.hget, marker, "gone_due"):
+            return 0
+        added = 0
+        cursor = 0
+        while True:
+            cursor, batch = self._call(
+                "find gone records", self.client.hscan, self.k_pages, cursor, count=1000
+            )
+            gone = [key for key, value in batch.items() if value.startswith(b"3|")]
+            if gone:
+                added += int(self._run(self._index_gone, "index gone records", *gone))
+            if not cursor:
+                break
+        self._call("note the upgrade", self.client.hset, marker, "gone_due", "1")
+        if added:
+            logger.info(
+                "Redis store %(prefix)s: %(n)d gone pages written by an earlier version "
+                "are checked again from now on (put in the due set).",
+                {"prefix": self.prefix, "n": added},
+            )
+        return added
 
     # -- lifecycle -------------------------------------------------------------
 

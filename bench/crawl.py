@@ -13,8 +13,14 @@ so the ratios compare like with like:
   defaults (``CONCURRENT_REQUESTS_PER_DOMAIN`` 8 unless ``--per-domain``), LOG_LEVEL INFO;
 * the crawls, each in its own process: plain Scrapy's first crawl, the add-on's first
   crawl (``ADDONS = {"scrapy_fresh.Addon": 0}``, SQLite store, visit log on, all other
-  settings at their defaults), plain Scrapy's full re-crawl, and the add-on's re-crawl
-  "a month later" (every page due; nothing changed, so nginx answers 304 to each).
+  settings at their defaults), plain Scrapy's full re-crawl, the add-on's re-crawl
+  "a month later" (every page due; nothing changed, so nginx answers 304 to each), and
+  Scrapy alone re-checking the same pages: a GET with the validators the add-on stored
+  for each page, each 304 dropped by a downloader middleware at the add-on's position
+  (540), nothing judged or recorded (tests/realsite_runner.py's ``checks`` spider).
+  That last crawl is the floor of any re-crawl through Scrapy's downloader: plain
+  Scrapy's full re-crawl over it is the highest re-crawl ratio an add-on that cost
+  nothing could reach, and the add-on's re-crawl minus it is what the add-on costs.
 
 Throughput is pages (nginx's 200 and 304 answers) per second of the crawl: Scrapy's
 ``elapsed_time_seconds`` stat, from the spider's opening to its close (store closing
@@ -139,9 +145,46 @@ def one_run(args: argparse.Namespace, server: Nginx, work: Path) -> dict[str, Me
             f"{m.cpu:.1f} CPU s",
             flush=True,
         )
+    server.new_requests()
+    checks = {
+        "spider": "checks", "start": spider["start"], "checks": validators(store),
+        "settings": {**settings(args, None),
+                     "DOWNLOADER_MIDDLEWARES": {"tests.realsite_runner.DropNotModified": 540}},
+    }  # fmt: skip
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    crawl = run_crawl(checks, work / "scrapy-checks", timeout=args.timeout)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    crawl.check()
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    out["scrapy checks"] = m = Measured("scrapy checks", crawl, server.new_requests(), cpu)
+    print(
+        f"  scrapy checks: {m.pages} pages in {m.seconds:.1f} s ({m.rate:.1f} pages/s), "
+        f"{m.cpu:.1f} CPU s",
+        flush=True,
+    )
     first, again = ratios(out)
-    print(f"  add-on / plain Scrapy: first crawl {first:.2f}x, re-crawl {again:.2f}x", flush=True)
+    print(
+        f"  add-on / plain Scrapy: first crawl {first:.2f}x, re-crawl {again:.2f}x "
+        f"(Scrapy's floor: {ceiling(out):.2f}x)",
+        flush=True,
+    )
     return out
+
+
+def validators(store: Path) -> list[list[str | None]]:
+    """``[url, etag, last_modified]`` of every page the add-on's store has validators for."""
+    from scrapy_fresh.store.sqlite import SQLiteStore
+
+    with SQLiteStore(store / "state.sqlite") as opened:
+        return [
+            [s.url, s.etag, s.last_modified] for s in opened.iterate() if s.etag or s.last_modified
+        ]
+
+
+def ceiling(run: dict[str, Measured]) -> float:
+    """Plain Scrapy's full re-crawl time over Scrapy's floor (the ``checks`` crawl): the
+    re-crawl ratio of an add-on that cost nothing."""
+    return run["scrapy checks"].rate / run["plain again"].rate
 
 
 def ratios(run: dict[str, Measured]) -> tuple[float, float]:
@@ -170,6 +213,12 @@ def table(results: dict[str, Measured]) -> str:
         ("fresh first", "first crawl", "scrapy_fresh", "plain first"),
         ("plain again", "re-crawl (nothing changed)", "plain Scrapy", "plain again"),
         ("fresh again", "re-crawl (nothing changed)", "scrapy_fresh (all due)", "plain again"),
+        (
+            "scrapy checks",
+            "re-crawl (nothing changed)",
+            "Scrapy alone, 304s dropped",
+            "plain again",
+        ),
     ):
         m, b = results[name], results[base]
         statuses = m.statuses()
@@ -341,11 +390,22 @@ def main() -> None:
             print()
             if len(runs) > 1:
                 print(
-                    "first-crawl and re-crawl ratios per run: "
-                    + ", ".join(f"{a:.2f}x / {b:.2f}x" for a, b in map(ratios, runs))
+                    "first-crawl and re-crawl ratios per run (Scrapy's floor): "
+                    + ", ".join(
+                        f"{a:.2f}x / {b:.2f}x ({ceiling(r):.2f}x)"
+                        for r, (a, b) in zip(runs, map(ratios, runs), strict=True)
+                    )
                 )
                 print("the run with the median first-crawl ratio:")
-            print(table(median_run(runs)))
+            median = median_run(runs)
+            print(table(median))
+            again = median["fresh again"]
+            floor = median["scrapy checks"]
+            print(
+                f"\nthe add-on's re-crawl over Scrapy's floor: "
+                f"{(again.seconds - floor.seconds) / max(floor.pages, 1) * 1e3:+.2f} ms per page "
+                f"({(again.cpu - floor.cpu) / max(floor.pages, 1) * 1e3:+.2f} ms of CPU)"
+            )
             if args.profile is not None:
                 profile(args, server, work, args.profile.resolve())
             if args.callgrind:

@@ -12,6 +12,7 @@ cannot be restarted in one process). The JSON object has:
   (the page verdict alone then judges each page),
 * ``settings``: Scrapy settings on top of :data:`BASE_SETTINGS` (the add-on goes here),
 * ``clock_offset``: seconds added to the clock scrapy_fresh reads (with the add-on only),
+* ``checks``: for the ``checks`` spider, a list of ``[url, etag, last_modified]``,
 * ``output``: where to write ``{"items": [...], "stats": {...}, "reason": ...}``.
 
 Every spider stays on the host of its first start URL, a local server: nothing else is
@@ -29,6 +30,7 @@ from urllib.parse import urldefrag, urlsplit
 
 from scrapy import Request, Spider, signals
 from scrapy.crawler import CrawlerProcess
+from scrapy.exceptions import IgnoreRequest
 from scrapy.linkextractors import LinkExtractor
 from scrapy.spiders import CrawlSpider, Rule, SitemapSpider, XMLFeedSpider
 
@@ -210,7 +212,35 @@ class PriceSpider(LocalSpider):
         }
 
 
+class DropNotModified:
+    """A downloader middleware that drops each 304 (see :class:`ChecksSpider`)."""
+
+    def process_response(self, request: Any, response: Any) -> Any:
+        if response.status == 304:
+            raise IgnoreRequest("not modified")
+        return response
+
+
+class ChecksSpider(LocalSpider):
+    """Scrapy alone re-checking known pages: a GET with ``If-None-Match`` and
+    ``If-Modified-Since`` for every ``checks`` entry, each 304 dropped by
+    :class:`DropNotModified` (put it where the add-on's downloader middleware is), a
+    callback that does nothing. Nothing is recorded: what Scrapy's own download path
+    costs for a re-crawl of unchanged pages (bench/crawl.py)."""
+
+    name = "realsite_checks"
+
+    async def start(self) -> Any:
+        for url, etag, last_modified in self.config["checks"]:
+            headers = {"If-None-Match": etag, "If-Modified-Since": last_modified}
+            yield Request(url, headers={k: v for k, v in headers.items() if v})
+
+    def parse(self, response: Any) -> Any:
+        return ()
+
+
 SPIDERS: dict[str, type[Spider]] = {
+    "checks": ChecksSpider,
     "prices": PriceSpider,
     "links": LinkSpider,
     "rules": RulesSpider,

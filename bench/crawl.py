@@ -11,13 +11,17 @@ so the ratios compare like with like:
   that yields an item per page and a Request for every ``.html`` link (fragments
   stripped), ``CONCURRENT_REQUESTS = --concurrency`` (default 32), Scrapy's other
   defaults (``CONCURRENT_REQUESTS_PER_DOMAIN`` 8 unless ``--per-domain``), LOG_LEVEL INFO;
-* the crawls, each in its own process: plain Scrapy's first crawl, the add-on's first
+* the crawls, each in its own process: plain Scrapy's first crawl, the same crawl with
+  the least a change-tracking add-on could do (bench/least_addon.py: fingerprint each
+  page's items and record the page and its links in SQLite, in batches), the add-on's first
   crawl (``ADDONS = {"scrapy_fresh.Addon": 0}``, SQLite store, visit log on, all other
   settings at their defaults), plain Scrapy's full re-crawl, the add-on's re-crawl
   "a month later" (every page due; nothing changed, so nginx answers 304 to each), and
   Scrapy alone re-checking the same pages: a GET with the validators the add-on stored
   for each page, each 304 dropped by a downloader middleware at the add-on's position
-  (540), nothing judged or recorded (tests/realsite_runner.py's ``checks`` spider).
+  (540), nothing judged or recorded (tests/realsite_runner.py's ``checks`` spider,
+  which schedules them all at once, so the downloader is as full as in the add-on's
+  re-crawl).
   That last crawl is the floor of any re-crawl through Scrapy's downloader: plain
   Scrapy's full re-crawl over it is the highest re-crawl ratio an add-on that cost
   nothing could reach, and the add-on's re-crawl minus it is what the add-on costs.
@@ -123,52 +127,63 @@ def settings(args: argparse.Namespace, work: Path | None) -> dict[str, Any]:
 def one_run(args: argparse.Namespace, server: Nginx, work: Path) -> dict[str, Measured]:
     spider = {"spider": "links", "start": [server.url("/index.html")]}
     store = work / "fresh"
-    out = {}
-    for name, config in (
+    least = {
+        **settings(args, None),
+        "SPIDER_MIDDLEWARES": {"bench.least_addon.LeastAddon": 40},
+        "LEAST_ADDON_SQLITE": str(work / "least.sqlite"),
+    }
+    out: dict[str, Measured] = {}
+    crawls: tuple[tuple[str, dict[str, Any]], ...] = (
         ("plain first", {**spider, "settings": settings(args, None)}),
+        ("least first", {**spider, "settings": least}),
         ("fresh first", {**spider, "settings": settings(args, store)}),
         ("plain again", {**spider, "settings": settings(args, None)}),
         (
             "fresh again",
             {**spider, "settings": settings(args, store), "clock_offset": MONTH},
         ),
-    ):
-        server.new_requests()
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        crawl = run_crawl(config, work / name.replace(" ", "-"), timeout=args.timeout)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-        crawl.check()
-        out[name] = m = Measured(name, crawl, server.new_requests(), cpu)
+        (
+            "scrapy checks",
+            {
+                **spider,
+                "spider": "checks",
+                "settings": {
+                    **settings(args, None),
+                    "DOWNLOADER_MIDDLEWARES": {"tests.realsite_runner.DropNotModified": 540},
+                },
+            },
+        ),
+    )
+    for name, config in crawls:
+        if name == "scrapy checks":
+            config["checks"] = validators(store)
+        out[name] = m = measure(args, server, work, name, config)
         print(
             f"  {name}: {m.pages} pages in {m.seconds:.1f} s ({m.rate:.1f} pages/s), "
             f"{m.cpu:.1f} CPU s",
             flush=True,
         )
-    server.new_requests()
-    checks = {
-        "spider": "checks", "start": spider["start"], "checks": validators(store),
-        "settings": {**settings(args, None),
-                     "DOWNLOADER_MIDDLEWARES": {"tests.realsite_runner.DropNotModified": 540}},
-    }  # fmt: skip
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    crawl = run_crawl(checks, work / "scrapy-checks", timeout=args.timeout)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    crawl.check()
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    out["scrapy checks"] = m = Measured("scrapy checks", crawl, server.new_requests(), cpu)
-    print(
-        f"  scrapy checks: {m.pages} pages in {m.seconds:.1f} s ({m.rate:.1f} pages/s), "
-        f"{m.cpu:.1f} CPU s",
-        flush=True,
-    )
     first, again = ratios(out)
     print(
-        f"  add-on / plain Scrapy: first crawl {first:.2f}x, re-crawl {again:.2f}x "
+        f"  add-on / plain Scrapy: first crawl {first:.2f}x (the least add-on: "
+        f"{out['least first'].rate / out['plain first'].rate:.2f}x), re-crawl {again:.2f}x "
         f"(Scrapy's floor: {ceiling(out):.2f}x)",
         flush=True,
     )
     return out
+
+
+def measure(
+    args: argparse.Namespace, server: Nginx, work: Path, name: str, config: dict[str, Any]
+) -> Measured:
+    """Run one crawl in its own process; what nginx answered and the CPU it took."""
+    server.new_requests()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    crawl = run_crawl(config, work / name.replace(" ", "-"), timeout=args.timeout)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    crawl.check()
+    return Measured(name, crawl, server.new_requests(), cpu)
 
 
 def validators(store: Path) -> list[list[str | None]]:
@@ -210,6 +225,7 @@ def table(results: dict[str, Measured]) -> str:
     ]
     for name, label, crawler, base in (
         ("plain first", "first crawl", "plain Scrapy", "plain first"),
+        ("least first", "first crawl", "the least add-on (bench/least_addon.py)", "plain first"),
         ("fresh first", "first crawl", "scrapy_fresh", "plain first"),
         ("plain again", "re-crawl (nothing changed)", "plain Scrapy", "plain again"),
         ("fresh again", "re-crawl (nothing changed)", "scrapy_fresh (all due)", "plain again"),

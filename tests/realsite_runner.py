@@ -226,16 +226,23 @@ class ChecksSpider(LocalSpider):
     ``If-Modified-Since`` for every ``checks`` entry, each 304 dropped by
     :class:`DropNotModified` (put it where the add-on's downloader middleware is), a
     callback that does nothing. Nothing is recorded: what Scrapy's own download path
-    costs for a re-crawl of unchanged pages (bench/crawl.py)."""
+    costs for a re-crawl of unchanged pages (bench/crawl.py). The checks are all
+    scheduled at once, from the first start URL's answer, so that the downloader is
+    as full as in a crawl whose scheduler has every page due."""
 
     name = "realsite_checks"
 
-    async def start(self) -> Any:
+    def parse(self, response: Any) -> Any:
         for url, etag, last_modified in self.config["checks"]:
             headers = {"If-None-Match": etag, "If-Modified-Since": last_modified}
-            yield Request(url, headers={k: v for k, v in headers.items() if v})
+            yield Request(
+                url,
+                headers={k: v for k, v in headers.items() if v},
+                callback=self.checked,
+                dont_filter=True,
+            )
 
-    def parse(self, response: Any) -> Any:
+    def checked(self, response: Any) -> Any:
         return ()
 
 

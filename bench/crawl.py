@@ -32,8 +32,9 @@ included; interpreter start-up and imports not). ``--repeat N`` runs the sequenc
 times on fresh stores; the table shows the run with the median first-crawl ratio
 (a run's four crawls go back to back, so its ratios share the machine's load of the
 moment). The table gives pages/s and the add-on's ratio to plain Scrapy's figure of the
-same run, and the CPU seconds of each crawl process (start-up included) with plain
-Scrapy's over the add-on's: on a machine shared with other work the CPU ratio moves
+same run, the seconds each crawl spent in Python's garbage collector and the TCP
+connections Twisted opened (tests/realsite_runner.py's ``measure``), and the CPU
+seconds of each crawl process (start-up included) with plain Scrapy's over the add-on's: on a machine shared with other work the CPU ratio moves
 less than the wall-clock one. Goals (issue 14): first crawl
 >= 0.95x, re-crawl of unchanged pages >= 3x.
 
@@ -176,7 +177,9 @@ def one_run(args: argparse.Namespace, server: Nginx, work: Path) -> dict[str, Me
 def measure(
     args: argparse.Namespace, server: Nginx, work: Path, name: str, config: dict[str, Any]
 ) -> Measured:
-    """Run one crawl in its own process; what nginx answered and the CPU it took."""
+    """Run one crawl in its own process; what nginx answered, the CPU it took, its time
+    in the garbage collector and the connections it opened."""
+    config = {**config, "measure": True}
     server.new_requests()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     crawl = run_crawl(config, work / name.replace(" ", "-"), timeout=args.timeout)
@@ -219,9 +222,9 @@ def table(results: dict[str, Measured]) -> str:
     rows = [
         (
             "| crawl | crawler | pages | 200 | 304 | MB | seconds | pages/s | vs plain Scrapy "
-            "| CPU s | CPU vs plain |"
+            "| CPU s | CPU vs plain | GC s | connections |"
         ),
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, label, crawler, base in (
         ("plain first", "first crawl", "plain Scrapy", "plain first"),
@@ -241,7 +244,9 @@ def table(results: dict[str, Measured]) -> str:
         rows.append(
             f"| {label} | {crawler} | {m.pages} | {statuses[200]} | {statuses[304]} | "
             f"{m.megabytes():.1f} | {m.seconds:.1f} | {m.rate:.1f} | "
-            f"{m.rate / b.rate:.2f}x | {m.cpu:.1f} | {b.cpu / m.cpu:.2f}x |"
+            f"{m.rate / b.rate:.2f}x | {m.cpu:.1f} | {b.cpu / m.cpu:.2f}x | "
+            f"{m.crawl.measured.get('gc_seconds', 0.0):.1f} | "
+            f"{int(m.crawl.measured.get('connections', 0))} |"
         )
     return "\n".join(rows)
 

@@ -12,6 +12,8 @@ cannot be restarted in one process). The JSON object has:
   (the page verdict alone then judges each page),
 * ``settings``: Scrapy settings on top of :data:`BASE_SETTINGS` (the add-on goes here),
 * ``clock_offset``: seconds added to the clock scrapy_fresh reads (with the add-on only),
+* ``measure``: also write ``gc_seconds`` (time in Python's garbage collector) and
+  ``connections`` (TCP connections Twisted opened) to the output (bench/crawl.py),
 * ``checks``: for the ``checks`` spider, a list of ``[url, etag, last_modified]``,
 * ``output``: where to write ``{"items": [...], "stats": {...}, "reason": ...}``.
 
@@ -257,8 +259,38 @@ SPIDERS: dict[str, type[Spider]] = {
 }
 
 
+class Measures:
+    """Time in the garbage collector and connections opened, for bench/crawl.py."""
+
+    def __init__(self) -> None:
+        import gc
+        import time
+
+        from twisted.internet import endpoints
+
+        self.gc_seconds = 0.0
+        self.connections = 0
+        started = [0.0]
+
+        def collecting(phase: str, info: dict[str, Any]) -> None:
+            if phase == "start":
+                started[0] = time.perf_counter()
+            else:
+                self.gc_seconds += time.perf_counter() - started[0]
+
+        gc.callbacks.append(collecting)
+        connect = endpoints.HostnameEndpoint.connect
+
+        def counted(endpoint: Any, factory: Any) -> Any:
+            self.connections += 1
+            return connect(endpoint, factory)
+
+        endpoints.HostnameEndpoint.connect = counted  # type: ignore[method-assign]
+
+
 def main(path: str) -> None:
     config = json.loads(Path(path).read_text())
+    measures = Measures() if config.get("measure") else None
     settings = {**BASE_SETTINGS, **config.get("settings", {})}
     if "ADDONS" in settings:  # shift the clock scrapy_fresh reads (tests/crawl_runner.py)
         settings["EXTENSIONS"] = {"tests.crawl_runner.ClockOffset": 0}
@@ -285,6 +317,9 @@ def main(path: str) -> None:
         k: (v if isinstance(v, (int, float, str)) else str(v))
         for k, v in crawler.stats.get_stats().items()
     }
+    if measures is not None:
+        result["gc_seconds"] = measures.gc_seconds
+        result["connections"] = measures.connections
     Path(config["output"]).write_text(json.dumps(result, default=str))
 
 

@@ -39,6 +39,8 @@ class RealCrawl:
     stats: dict[str, Any]
     reason: str | None
     log: str
+    #: ``gc_seconds`` and ``connections`` of a crawl run with ``measure`` (bench/crawl.py).
+    measured: dict[str, float] = field(default_factory=dict)
 
     def stat(self, name: str) -> int:
         return int(self.stats.get(name, 0))
@@ -65,9 +67,11 @@ class Started:
             out, err = self.process.communicate()
             code = None
         data = json.loads(self.output.read_text()) if self.output.exists() else {}
+        measured = {k: data[k] for k in ("gc_seconds", "connections") if k in data}
         return RealCrawl(
-            code, data.get("items", []), data.get("stats", {}), data.get("reason"), out + err
-        )
+            code, data.get("items", []), data.get("stats", {}), data.get("reason"), out + err,
+            measured,
+        )  # fmt: skip
 
 
 def start_crawl(config: dict[str, Any], workdir: Path) -> Started:

@@ -244,6 +244,7 @@ class FreshConfig:
     content_rules: ContentRules = DEFAULT_RULES
     gone_confirmations: int = default_settings.FRESH_GONE_CONFIRMATIONS
     error_backoff_secs: float = default_settings.FRESH_ERROR_BACKOFF_SECS
+    unreachable_attempts: int = default_settings.FRESH_UNREACHABLE_ATTEMPTS
     priority_alpha: float = default_settings.FRESH_PRIORITY_ALPHA
     priority_beta: float = default_settings.FRESH_PRIORITY_BETA
     priority_window_cycles: int = default_settings.FRESH_PRIORITY_WINDOW_CYCLES
@@ -348,6 +349,7 @@ class FreshConfig:
             error_backoff_secs=_number(
                 settings, "FRESH_ERROR_BACKOFF_SECS", low=0.0, low_open=True
             ),
+            unreachable_attempts=_integer(settings, "FRESH_UNREACHABLE_ATTEMPTS", low=0),
             priority_alpha=_number(settings, "FRESH_PRIORITY_ALPHA", low=0.0, high=1.0),
             priority_beta=_number(settings, "FRESH_PRIORITY_BETA", low=0.0, high=1.0),
             priority_window_cycles=_integer(settings, "FRESH_PRIORITY_WINDOW_CYCLES", low=2),

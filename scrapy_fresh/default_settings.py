@@ -46,6 +46,10 @@ FRESH_FINGERPRINT_FIELDS = None
 #: Pages judged by neither item fields nor a content digest (records from before them):
 #: simhash distance (bits) above which they count as changed.
 FRESH_FINGERPRINT_THRESHOLD_BITS = 3
+#: Download attempts of one host in a row (Scrapy's retries included) that got no answer
+#: (refused, no DNS answer, timed out) before its other pages are held back for the error
+#: back-off (doubled per pause; in cycle mode usually until the next run). 0: never.
+FRESH_UNREACHABLE_ATTEMPTS = 9
 #: How many consecutive 404/410 answers make a page ``gone``.
 FRESH_GONE_CONFIRMATIONS = 2
 #: Opt in to length probes: pages without ETag or Last-Modified get a HEAD request whose

@@ -33,6 +33,7 @@ MANUAL = {
     "DOWNLOADER_MIDDLEWARES": {
         "scrapy_fresh.crawl.middlewares.FreshDownloaderMiddleware": 540,
         "scrapy_fresh.crawl.provider_middleware.FreshProviderMiddleware": 535,
+        "scrapy_fresh.crawl.middlewares.FreshReachabilityMiddleware": 555,
     },
     "SPIDER_MIDDLEWARES": {
         "scrapy_fresh.crawl.middlewares.FreshSpiderMiddleware": 40,
@@ -81,6 +82,8 @@ def test_addon_stack_equals_manual_stack() -> None:
     names = [c.__name__ for c in downloader]
     # Between UserAgentMiddleware (500) and RetryMiddleware (550): sees final answers only.
     assert names.index("FreshDownloaderMiddleware") == names.index("RetryMiddleware") - 1
+    # Just above RetryMiddleware: sees every attempt, the retried ones too.
+    assert names.index("FreshReachabilityMiddleware") == names.index("RetryMiddleware") + 1
 
 
 def test_manual_setup_is_the_documented_one() -> None:

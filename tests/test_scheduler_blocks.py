@@ -77,3 +77,64 @@ def test_a_blocked_hosts_pages_spend_no_cycle_budget(harness: Any, known: Any) -
     urls = sorted(r.url for r in h.drain())
     assert urls == [f"http://b.example/{n}" for n in range(4)]  # the budget went to b
     assert h.stat("fresh/requests/blocked_host") == 0
+
+
+def _no_answer(h: Any, host: str, times: int) -> None:
+    from twisted.internet.error import ConnectionRefusedError
+
+    for _ in range(times):
+        h.runtime.host_unanswered(host, ConnectionRefusedError())  # type: ignore[no-untyped-call]
+
+
+def test_a_host_that_gives_no_answer_is_paused_then_tried_again(harness: Any, known: Any) -> None:
+    records = [
+        known(f"http://{host}.example/{n}", last_crawl=NOW - 9000, next_due=NOW - 5)
+        for host in ("a", "b")
+        for n in range(3)
+    ]
+    h = harness({"FRESH_MODE": "continuous", "FRESH_ERROR_BACKOFF_SECS": 60.0}, records=records)
+    _no_answer(h, "a.example", 8)
+    h.runtime.reachability.answered("a.example")  # an answer: the count starts again
+    _no_answer(h, "a.example", 8)
+    assert h.stat("fresh/hosts_unreachable") == 0
+    _no_answer(h, "a.example", 1)  # nine in a row
+    assert h.stat("fresh/hosts_unreachable") == 1
+    assert sorted(r.url for r in h.drain()) == [f"http://b.example/{n}" for n in range(3)]
+    assert h.stat("fresh/requests/blocked_host") == 3
+    assert h.state("http://a.example/0").visits == 0  # waiting, not visited
+    h.clock[0] += 59.0
+    assert h.drain() == []
+    h.clock[0] += 1.0 + POLL_SECS  # the pause is over: tried again
+    assert sorted(r.url for r in h.drain()) == [f"http://a.example/{n}" for n in range(3)]
+
+
+def test_a_second_pause_of_a_host_lasts_twice_as_long(harness: Any) -> None:
+    h = harness({"FRESH_ERROR_BACKOFF_SECS": 60.0})
+    _no_answer(h, "a.example", 9)
+    _no_answer(h, "a.example", 9)
+    assert h.runtime.reachability.pauses["a.example"] == 2
+    assert h.scheduler.blocked_hosts() == {"a.example"}
+    assert h.scheduler._blocks.paused["a.example"] == NOW + 120.0
+
+
+def test_with_the_setting_at_0_no_host_is_paused(harness: Any) -> None:
+    h = harness({"FRESH_UNREACHABLE_ATTEMPTS": 0})
+    _no_answer(h, "a.example", 50)
+    assert h.stat("fresh/hosts_unreachable") == 0
+    assert not h.scheduler.blocked_hosts()
+
+
+def test_a_request_waiting_in_line_is_held_back_when_its_host_is_blocked(
+    harness: Any, known: Any
+) -> None:
+    """A request a timer handed to the engine waits in line (``engine.crawl``) until the
+    engine takes it: blocked or paused meanwhile, its host gets nothing."""
+    page = known("http://a.example/1", last_crawl=NOW - 9000, next_due=NOW - 5)
+    h = harness(records=[page])
+    request = h.scheduler._pop(NOW)
+    assert request is not None
+    h.scheduler._handoffs[id(request)] = request
+    assert h.scheduler.enqueue_request(request)  # the timer's hand-off: first in line
+    _no_answer(h, "a.example", 9)
+    assert h.scheduler.next_request() is None
+    assert h.stat("fresh/requests/blocked_host") == 1

@@ -6,6 +6,7 @@ It is the same as setting, by hand::
     DOWNLOADER_MIDDLEWARES = {
         "scrapy_fresh.crawl.middlewares.FreshDownloaderMiddleware": 540,
         "scrapy_fresh.crawl.provider_middleware.FreshProviderMiddleware": 535,
+        "scrapy_fresh.crawl.middlewares.FreshReachabilityMiddleware": 555,
     }
     SPIDER_MIDDLEWARES = {
         "scrapy_fresh.crawl.middlewares.FreshSpiderMiddleware": 40,
@@ -58,6 +59,13 @@ EXTRA_COMPONENTS = [
         "DOWNLOADER_MIDDLEWARES",
         "scrapy_fresh.crawl.provider_middleware.FreshProviderMiddleware",
         535,
+    ),
+    # Hosts that give no answer: above RetryMiddleware (550), so that it sees every
+    # attempt (off when FRESH_UNREACHABLE_ATTEMPTS is 0).
+    (
+        "DOWNLOADER_MIDDLEWARES",
+        "scrapy_fresh.crawl.middlewares.FreshReachabilityMiddleware",
+        555,
     ),
     # Progress log lines (off when FRESH_PROGRESS_SECS is 0).
     ("EXTENSIONS", "scrapy_fresh.crawl.progress.FreshProgress", 0),

@@ -1,10 +1,12 @@
-"""Hosts an operator blocked (``scrapy-fresh block``), as a running crawl sees them.
+"""Hosts a running crawl does not fetch: blocked by an operator, or paused.
 
-The store keeps the blocked hosts (:meth:`~scrapy_fresh.store.base.StateStore.blocked_hosts`);
-a crawl reads them again every :data:`POLL_SECS` seconds, so a block or an unblock given
-from the shell while it runs takes effect within that time. The scheduler parks the pages
-of a blocked host (due ones and new ones alike) and hands them out again once the host is
-unblocked. Pure bookkeeping: the caller passes ``now``.
+The store keeps the hosts an operator blocked (``scrapy-fresh block``,
+:meth:`~scrapy_fresh.store.base.StateStore.blocked_hosts`); a crawl reads them again every
+:data:`POLL_SECS` seconds, so a block or an unblock given from the shell while it runs
+takes effect within that time. A host that stopped answering is *paused* by the crawl
+itself until a given time (:mod:`scrapy_fresh.crawl.reachability`), in this crawl only.
+The scheduler parks the pages of a blocked or paused host (due ones and new ones alike)
+and hands them out again once it is neither. Pure bookkeeping: the caller passes ``now``.
 """
 
 from __future__ import annotations
@@ -39,7 +41,12 @@ class HostBlocks:
     def __init__(self, read: Callable[[], dict[str, float]], poll_secs: float = POLL_SECS) -> None:
         self._read = read
         self.poll_secs = poll_secs
+        #: Blocked or paused hosts.
         self.hosts: frozenset[str] = frozenset()
+        #: Hosts blocked in the store, as last read.
+        self.stored: frozenset[str] = frozenset()
+        #: Paused hosts, by the time they are tried again.
+        self.paused: dict[str, float] = {}
         #: When the blocked hosts are read next.
         self.next_poll = float("-inf")
         #: Reads failed in a row (the store is unreachable).
@@ -51,9 +58,24 @@ class HostBlocks:
     def __bool__(self) -> bool:
         return bool(self.hosts)
 
+    def pause(self, host: str, until: float) -> bool:
+        """Pause ``host`` until ``until`` (later if it is paused longer already); return
+        whether that newly keeps its pages back.
+
+        >>> blocks = HostBlocks(dict)
+        >>> blocks.pause("a.test", 5.0), blocks.pause("a.test", 3.0), "a.test" in blocks
+        (True, False, True)
+        >>> blocks.poll(4.0), blocks.poll(5.0)
+        ((frozenset(), frozenset()), (frozenset(), frozenset({'a.test'})))
+        """
+        was = host in self.hosts
+        self.paused[host] = max(until, self.paused.get(host, until))
+        self.hosts = self.stored | frozenset(self.paused)
+        return not was
+
     def poll(self, now: float) -> tuple[frozenset[str], frozenset[str]] | None:
-        """Read the blocked hosts if it is time; return (newly blocked, newly unblocked),
-        or None if it is not time yet.
+        """Read the blocked hosts if it is time, and end the pauses that are over; return
+        (newly blocked, newly unblocked), or None if it is not time yet.
 
         A store failure keeps the hosts as they were: logged once, and read again after
         a wait that doubles while it fails (up to :data:`MAX_FAILING_POLL_SECS`).
@@ -67,8 +89,17 @@ class HostBlocks:
         if now < self.next_poll:
             return None
         self.next_poll = now + self.poll_secs
+        self.stored = self._read_stored(now)
+        for host in [h for h, until in self.paused.items() if until <= now]:
+            del self.paused[host]
+        hosts = self.stored | frozenset(self.paused)
+        blocked, unblocked = hosts - self.hosts, self.hosts - hosts
+        self.hosts = hosts
+        return blocked, unblocked
+
+    def _read_stored(self, now: float) -> frozenset[str]:
         try:
-            hosts = frozenset(self._read())
+            stored = frozenset(self._read())
         except StoreError as exc:
             self.failures += 1
             wait = min(self.poll_secs * 2.0 ** (self.failures - 1), MAX_FAILING_POLL_SECS)
@@ -79,10 +110,8 @@ class HostBlocks:
                     "hold, and they are read again as the store comes back.",
                     exc,
                 )
-            return frozenset(), frozenset()
+            return self.stored
         if self.failures:
             logger.info("scrapy_fresh: the blocked hosts are read again")
             self.failures = 0
-        blocked, unblocked = hosts - self.hosts, self.hosts - hosts
-        self.hosts = hosts
-        return blocked, unblocked
+        return stored

@@ -27,6 +27,7 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http.request import NO_CALLBACK
 
 from scrapy_fresh.crawl.item_changes import annotate, kept_items
+from scrapy_fresh.crawl.reachability import UNREACHABLE_ERRORS
 from scrapy_fresh.crawl.requestinfo import is_robots_request
 from scrapy_fresh.crawl.runtime import FreshRuntime, Lease, header, header_items
 from scrapy_fresh.exceptions import ConfigError
@@ -114,6 +115,34 @@ class _FreshComponent:
         if not runtime.config.enabled:
             raise NotConfigured("FRESH_ENABLED is False.")
         return cls(crawler, runtime)
+
+
+class FreshReachabilityMiddleware(_FreshComponent):
+    """Watch every download attempt for a host that gives no answer
+    (:mod:`scrapy_fresh.crawl.reachability`): a response of the host resets its count,
+    an attempt that could not connect, found no DNS answer or timed out adds one.
+
+    Enable it above ``RetryMiddleware`` (550), so that it sees the attempts Scrapy
+    retries too; the add-on uses 555. Off when :setting:`FRESH_UNREACHABLE_ATTEMPTS` is 0.
+
+    Stats: ``fresh/hosts_unreachable`` (counted by the scheduler when it pauses a host).
+    """
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        component = super().from_crawler(crawler)
+        if not component.runtime.config.unreachable_attempts:
+            raise NotConfigured("FRESH_UNREACHABLE_ATTEMPTS is 0.")
+        return component
+
+    def process_response(self, request: Request, response: Response) -> Response:
+        if not is_robots_request(request):
+            self.runtime.reachability.answered(url_host(request.url))
+        return response
+
+    def process_exception(self, request: Request, exception: Exception) -> None:
+        if isinstance(exception, UNREACHABLE_ERRORS) and not is_robots_request(request):
+            self.runtime.host_unanswered(url_host(request.url), exception)
 
 
 class FreshDownloaderMiddleware(_FreshComponent):

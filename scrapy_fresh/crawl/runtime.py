@@ -22,6 +22,7 @@ from scrapy.http.headers import Headers
 
 from scrapy_fresh.config import FreshConfig, revisit_policy, score_params
 from scrapy_fresh.crawl.checks import CheckLearning
+from scrapy_fresh.crawl.reachability import Reachability
 from scrapy_fresh.crawl.records import CrawlRecords
 from scrapy_fresh.crawl.stores import check_store_choice, open_store
 from scrapy_fresh.crawl.visits import VisitRecorder
@@ -152,6 +153,13 @@ class FreshRuntime:
         self.pipeline_enabled = False
         self.visit_listeners: list[Callable[[PageState], None]] = []
         self.host_listeners: list[Callable[[str], None]] = []
+        #: Hosts that gave no answer, attempt after attempt
+        #: (:mod:`scrapy_fresh.crawl.reachability`); the listeners (the scheduler) get
+        #: ``(host, pause_secs, exc)`` when one is to be paused.
+        self.reachability = Reachability(
+            config.unreachable_attempts, config.error_backoff_secs, config.max_refresh_secs
+        )
+        self.unreachable_listeners: list[Callable[[str, float, Exception], None]] = []
         #: Called with (record, outcome, now, headers) after each visit is recorded (the
         #: visit log, provider signals); ``headers`` are a body-less answer's (a 304's,
         #: lower-case names), else empty: a downloaded page's are in its response.
@@ -253,3 +261,12 @@ class FreshRuntime:
         """Tell the listeners (the scheduler) that ``host`` answered a request."""
         for listener in list(self.host_listeners):
             listener(host)
+
+    def host_unanswered(self, host: str, exc: Exception) -> None:
+        """A download attempt at ``host`` got no answer: pause the host (tell the
+        listeners) if that makes :setting:`FRESH_UNREACHABLE_ATTEMPTS` in a row."""
+        pause = self.reachability.failed(host)
+        if pause is None:
+            return
+        for listener in list(self.unreachable_listeners):
+            listener(host, pause, exc)

@@ -174,6 +174,7 @@ class FreshScheduler(BaseScheduler):
         self.runtime.visit_listeners.append(self._on_visit)
         self.runtime.records.known_listeners.append(self._resolve_known)
         self.runtime.host_listeners.append(self._release)
+        self.runtime.unreachable_listeners.append(self._pause_host)
         signals_ = self.crawler.signals
         signals_.connect(self._spider_idle, signal=signals.spider_idle)
         signals_.connect(self._robots_parsed, signal=signals.robots_parsed)
@@ -284,8 +285,10 @@ class FreshScheduler(BaseScheduler):
         return self._enqueue_managed(request, force=request.dont_filter)
 
     def next_request(self) -> Request | None:
-        if self._ready:
-            return self._ready.popleft()
+        while self._ready:
+            request = self._ready.popleft()
+            if not self._held_back(request):
+                return request
         if self._fifo:
             return self._fifo.popleft()
         if not self._opened:
@@ -580,8 +583,7 @@ class FreshScheduler(BaseScheduler):
         self.source.follow_store(now)
         blocked, unblocked = changed
         for host in blocked:
-            keys = [k for k, lease in self.runtime.leases.items() if lease.host == host]
-            self._park_blocked(host, [k for k in keys if self.frontier.discard(k)])
+            self._park_host(host)
             logger.info(
                 "scrapy_fresh: %(host)s is blocked; its pages wait until it is unblocked",
                 {"host": host},
@@ -590,18 +592,54 @@ class FreshScheduler(BaseScheduler):
         for host in unblocked:
             parked = self._blocked.pop(host, [])
             logger.info(
-                "scrapy_fresh: %(host)s is unblocked; %(n)d pages go out again",
-                {"host": host, "n": len(parked)},
+                "scrapy_fresh: %(host)s is %(what)s; %(n)d pages go out again",
+                {"host": host, "n": len(parked),
+                 "what": "tried again" if host in self.runtime.reachability.pauses
+                 else "unblocked"},
                 extra={"spider": self.crawler.spider},
-            )
+            )  # fmt: skip
             for key in parked:
                 lease = self.runtime.leases.get(key)
                 if lease is not None:
                     self._push(lease, now, host)
 
     def blocked_hosts(self) -> frozenset[str] | set[str]:
-        """Hosts blocked by ``scrapy-fresh block``, as last read."""
+        """Hosts blocked by ``scrapy-fresh block`` (as last read) or paused because they
+        stopped answering (:mod:`scrapy_fresh.crawl.reachability`)."""
         return self._blocks.hosts
+
+    def _park_host(self, host: str) -> None:
+        """Take the pages of a host that is blocked or paused now out of the frontier."""
+        keys = [k for k, lease in self.runtime.leases.items() if lease.host == host]
+        self._park_blocked(host, [k for k in keys if self.frontier.discard(k)])
+
+    def _pause_host(self, host: str, secs: float, exc: Exception) -> None:
+        """A host stopped answering (:mod:`scrapy_fresh.crawl.reachability`): hold its
+        pages back for ``secs``; they stay due, untouched."""
+        now = self._now
+        if not self._blocks.pause(host, now + secs):
+            return
+        self.runtime.stat("fresh/hosts_unreachable")
+        self._park_host(host)
+        logger.warning(
+            "scrapy_fresh: %(host)s did not answer %(n)d attempts in a row (%(exc)s); its "
+            "other pages wait %(secs).0f s%(run)s (FRESH_UNREACHABLE_ATTEMPTS)",
+            {"host": host, "n": self.config.unreachable_attempts, "exc": exc, "secs": secs,
+             "run": "" if self.source.stays_open else ", until the next run if this one ends first"},
+            extra={"spider": self.crawler.spider},
+        )  # fmt: skip
+        self._arm_timer(now)
+
+    def _held_back(self, request: Request) -> bool:
+        """A request a timer handed out (it waits in line for the engine) whose host was
+        blocked or paused meanwhile: park its lease with it instead of sending it."""
+        key = request.meta.get("fresh_key")
+        lease = self.runtime.leases.get(key) if isinstance(key, str) else None
+        if lease is None or lease.host not in self._blocks:
+            return False
+        lease.request = request
+        self._park_blocked(lease.host, [lease.key])
+        return True
 
     def _park_blocked(self, host: str, keys: list[str]) -> None:
         if keys:

@@ -140,6 +140,8 @@ class FreshScheduler(BaseScheduler):
         #: leases parked until it is unblocked.
         self._blocks = HostBlocks(lambda: self.runtime.store.blocked_hosts())
         self._blocked: dict[str, list[str]] = {}
+        #: How many leases are parked in :attr:`_blocked` (not in play).
+        self._parked_blocked = 0
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -560,7 +562,12 @@ class FreshScheduler(BaseScheduler):
         return True
 
     def idle(self) -> bool:
-        return not (self.runtime.leases or self._ready or self._fifo)
+        return not (self.leases_in_play() or self._ready or self._fifo)
+
+    def leases_in_play(self) -> int:
+        """Leases queued or downloading: not those parked while their host is blocked or
+        paused (they may wait past the run's end, and are given back then)."""
+        return max(0, len(self.runtime.leases) - self._parked_blocked)
 
     def flush_new(self) -> None:
         """Write the queued new records; the source is told (a shared frontier is then
@@ -591,6 +598,12 @@ class FreshScheduler(BaseScheduler):
             )
         for host in unblocked:
             parked = self._blocked.pop(host, [])
+            self._parked_blocked -= len(parked)
+            parked, wait = self.source.resume(parked), parked
+            if len(parked) < len(wait):  # kept back (the cycle budget): given back at close
+                left = wait[len(parked) :]
+                self._blocked[host] = left
+                self._parked_blocked += len(left)
             logger.info(
                 "scrapy_fresh: %(host)s is %(what)s; %(n)d pages go out again",
                 {"host": host, "n": len(parked),
@@ -647,6 +660,7 @@ class FreshScheduler(BaseScheduler):
             kept = self.source.hold_back(keys)
             if kept:
                 self._blocked.setdefault(host, []).extend(kept)
+                self._parked_blocked += len(kept)
 
     def admit(self, scored: Iterable[tuple[float, PageState]], now: float) -> None:
         scored = list(scored)

@@ -92,6 +92,9 @@ class Scheduling(Protocol):
     def idle(self) -> bool:
         """Whether nothing is leased or waiting to go out."""
 
+    def leases_in_play(self) -> int:
+        """Leases queued or downloading (not parked while their host is blocked)."""
+
     def flush_new(self) -> None:
         """Write the queued new records (then :meth:`DueSource.new_flushed`)."""
 
@@ -175,6 +178,11 @@ class DueSource:
         host is unblocked); the others were handed back."""
         return keys
 
+    def resume(self, keys: list[str]) -> list[str]:
+        """Parked leases whose host is unblocked: return those that go out now (the
+        others stay parked, given back at the run's end)."""
+        return keys
+
     def close(self) -> int:
         """The run ends: give back what it leased and did not visit; return how many."""
         return self.runtime.store.release_in_flight()
@@ -238,13 +246,13 @@ class CycleSource(DueSource):
         return self._records is not None
 
     def before_pop(self, now: float) -> None:
-        if self._records is not None and len(self.runtime.leases) < CYCLE_LOW_LEASES:
+        if self._records is not None and self.scheduler.leases_in_play() < CYCLE_LOW_LEASES:
             self._load_more(now)  # keep a batch's worth of hosts to choose from
 
     def top_up(self, now: float) -> bool:
         return (
             self._records is not None
-            and len(self.runtime.leases) < CYCLE_MAX_LEASES
+            and self.scheduler.leases_in_play() < CYCLE_MAX_LEASES
             and self._load_more(now) > 0
         )
 
@@ -353,6 +361,18 @@ class BudgetSource(CycleSource):
 
     def unadmit(self) -> None:
         self.budget_left += 1
+
+    def hold_back(self, keys: list[str]) -> list[str]:
+        """Pages of a blocked or paused host are not fetched: their budget goes to the
+        spare re-crawls (a pause begins after the plan was made)."""
+        self.budget_left += len(keys)
+        return keys
+
+    def resume(self, keys: list[str]) -> list[str]:
+        """Parked pages go out again only as far as the budget left allows."""
+        take = keys[: max(0, self.budget_left)]
+        self.budget_left -= len(take)
+        return take
 
 
 class ContinuousSource(DueSource):

@@ -329,7 +329,8 @@ return {#keys, released}
 #: runs). With a delay, a host taken is held for ``hold_secs`` or until HOST_DONE. Reaps expired leases, promotes newly due keys into their hosts' ready
 #: queues, then takes up to n keys: hosts whose next-allowed time has come, the best
 #: priority among the longest-waiting ready hosts, one key per host contact.
-#: Returns {{key, record, lease token, ...}, reaped, next host time, next due time}.
+#: Returns {{key, record, lease token, ...}, reaped, next host time (of a host it may
+#: be given), next due time}.
 POP = (
     _PRELUDE
     + r"""
@@ -507,10 +508,17 @@ for _ = 1, n do
 end
 redis.call('HSET', K_SERVED, 'n', served.n, 'r', served.r)
 
+-- the next host time leaves out the hosts this worker must not be given (blocked or
+-- paused): it would wake this worker at once, again and again, for nothing
 local hosts = {}
 for _, st in ipairs({'n', 'r'}) do
-  local first = redis.call('ZRANGE', P .. ':hh:' .. st, 0, 0, 'WITHSCORES')
-  if #first > 0 then hosts[#hosts + 1] = tonumber(first[2]) end
+  local firsts = redis.call('ZRANGE', P .. ':hh:' .. st, 0, nskip, 'WITHSCORES')
+  for j = 1, #firsts, 2 do
+    if not skip[firsts[j]] then
+      hosts[#hosts + 1] = tonumber(firsts[j + 1])
+      break
+    end
+  end
 end
 local next_host = ''
 if #hosts > 0 then next_host = fmt(math.min(unpack(hosts))) end

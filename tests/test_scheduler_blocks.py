@@ -135,6 +135,8 @@ def test_a_request_waiting_in_line_is_held_back_when_its_host_is_blocked(
     assert request is not None
     h.scheduler._handoffs[id(request)] = request
     assert h.scheduler.enqueue_request(request)  # the timer's hand-off: first in line
+    assert h.stat("fresh/requests/refresh") == 1
     _no_answer(h, "a.example", 9)
     assert h.scheduler.next_request() is None
     assert h.stat("fresh/requests/blocked_host") == 1
+    assert h.stat("fresh/requests/refresh") == 0  # not sent: not counted

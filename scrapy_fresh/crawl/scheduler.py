@@ -651,6 +651,9 @@ class FreshScheduler(BaseScheduler):
         if lease is None or lease.host not in self._blocks:
             return False
         lease.request = request
+        if lease.handed:  # not sent after all: counted when it goes out
+            lease.handed = False
+            self.runtime.stat(f"fresh/requests/{lease.stream.value}", -1)
         self._park_blocked(lease.host, [lease.key])
         return True
 

@@ -693,15 +693,18 @@ class RedisStore(ClosingStore):
 
     def _sites(self) -> Iterator[SiteState]:
         seen: set[bytes] = set()
-        cursor = 0
-        while True:
-            cursor, batch = self._call(
-                "read sites", self.client.hscan, self.k_sites, cursor, count=1000
-            )
+        for batch in self._hscan("read sites", self.k_sites):
             for host, value in batch.items():
                 if host not in seen:
                     seen.add(host)
                     yield SiteState.from_dict(_loads(value))
+
+    def _hscan(self, action: str, name: str) -> Iterator[dict[bytes, bytes]]:
+        """The fields of the hash ``name`` in HSCAN batches (a field may come twice)."""
+        cursor = 0
+        while True:
+            cursor, batch = self._call(action, self.client.hscan, name, cursor, count=1000)
+            yield batch
             if not cursor:
                 return
 
@@ -813,15 +816,8 @@ class RedisStore(ClosingStore):
         check_meta_name(namespace, "-")
         self._check_open()
         found: dict[str, bytes] = {}
-        cursor = 0
-        while True:
-            cursor, batch = self._call(
-                "read meta records", self.client.hscan, self._k_meta(namespace), cursor,
-                count=1000,
-            )  # fmt: skip
+        for batch in self._hscan("read meta records", self._k_meta(namespace)):
             found.update((k.decode(), v) for k, v in batch.items())
-            if not cursor:
-                break
         return ((key, decode_meta(found[key])) for key in sorted(found))
 
     def upgrade_legacy_sites(self) -> int:
@@ -854,16 +850,10 @@ class RedisStore(ClosingStore):
         if self._call("read the upgrades", self.client.hget, marker, "gone_due"):
             return 0
         added = 0
-        cursor = 0
-        while True:
-            cursor, batch = self._call(
-                "find gone records", self.client.hscan, self.k_pages, cursor, count=1000
-            )
+        for batch in self._hscan("find gone records", self.k_pages):
             gone = [key for key, value in batch.items() if value.startswith(b"3|")]
-            if gone:
+            if gone:  # a key HSCAN gives twice is indexed once: the script checks
                 added += int(self._run(self._index_gone, "index gone records", *gone))
-            if not cursor:
-                break
         self._call("note the upgrade", self.client.hset, marker, "gone_due", "1")
         if added:
             logger.info(

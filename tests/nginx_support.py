@@ -187,9 +187,11 @@ class Nginx:
         )
         return conf
 
-    def start(self) -> None:
-        for _attempt in range(5):  # another process may take the free port first
-            self.port = _free_port()
+    def start(self, port: int | None = None) -> None:
+        """Start nginx on a free port, or on ``port`` (a stopped server started again
+        where its clients knew it)."""
+        for _attempt in range(5 if port is None else 1):  # a free port may be taken first
+            self.port = _free_port() if port is None else port
             conf = self._config()
             self.process = subprocess.Popen(
                 [

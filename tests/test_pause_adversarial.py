@@ -200,33 +200,6 @@ def test_live_and_dead_host_then_dead_host_back(
 # -- nginx stopped mid-crawl (a first crawl of a site), then back ------------------------
 
 
-def restart_same_port(server: Any) -> None:
-    """Start a stopped nginx again on the port it had."""
-
-    conf = server._config()
-    server.process = subprocess.Popen(
-        [
-            server.exe,
-            "-p",
-            str(server.prefix),
-            "-c",
-            str(conf),
-            "-e",
-            str(server.prefix / "error.log"),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", server.port), timeout=0.2):
-                return
-        except OSError:  # noqa: PERF203  # not listening yet
-            time.sleep(0.02)
-    raise RuntimeError("nginx did not come back")
-
-
 @pytest.mark.parametrize("LINKS", [4, 20])
 def test_nginx_stopped_mid_crawl_then_back(
     spawn: Any, crawl: Any, tmp_path: Path, LINKS: int
@@ -265,7 +238,7 @@ def test_nginx_stopped_mid_crawl_then_back(
         assert all(r.status is not Status.IN_FLIGHT for r in records.values())
         errored = {u for u, r in records.items() if r.errors}
         assert len(errored) <= 8, len(errored)
-        restart_same_port(server)
+        server.start(port=server.port)
         # past the error back-off (300 s): the pages that failed are due again too
         config = {**config, "clock_offset": 700.0}
         fetched_before = {

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -299,6 +300,15 @@ def harness() -> Iterator[Callable[..., Harness]]:
 
 
 # -- Redis (a real server: tests/redis_helpers.py) -------------------------------------------
+
+
+@pytest.fixture
+def closed_port() -> Iterator[int]:
+    """A port on 127.0.0.1 bound and never listened on: connections to it are refused."""
+    with socket.socket() as closed:
+        closed.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        closed.bind(("127.0.0.1", 0))
+        yield closed.getsockname()[1]
 
 
 @pytest.fixture

@@ -45,12 +45,26 @@ from tests.redis_helpers import (
 PAGES = 30
 
 
-@pytest.fixture
-def closed_port() -> Iterator[int]:
-    with socket.socket() as closed:
-        closed.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        closed.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused
-        yield closed.getsockname()[1]
+def fresh_settings(**extra: Any) -> dict[str, Any]:
+    """The add-on, no visit log, 8 requests at a time, and ``extra`` (the store...)."""
+    return {
+        "ADDONS": {"scrapy_fresh.Addon": 0},
+        "FRESH_VISIT_LOG": "",
+        "CONCURRENT_REQUESTS": 8,
+        "DOWNLOAD_TIMEOUT": 5,
+        **extra,
+    }
+
+
+def overdue(urls: list[str], now: float, days: float = 1.0, **fields: Any) -> list[Any]:
+    """Records of pages visited 4 times, the last ``days`` + 1 days ago, due ``days`` ago."""
+    return [
+        known_record(
+            u, last_crawl=now - (days + 1) * 86400, next_due=now - days * 86400, visits=4,
+            callback="parse_item", **fields,
+        )
+        for u in urls
+    ]  # fmt: skip
 
 
 @pytest.fixture
@@ -76,22 +90,11 @@ def test_redis_cycle_run_with_a_dead_host_ends_and_keeps_its_pages(
     now = time.time()
     urls = dead_urls(closed_port)
     store = RedisStore(redis.Redis.from_url(SHARED_URL), rprefix)
-    store.put_many(
-        known_record(
-            u, last_crawl=now - 2 * 86400, next_due=now - 86400, visits=4, callback="parse_item"
-        )
-        for u in urls
-    )
+    store.put_many(overdue(urls, now))
     config = {
-        "settings": {
-            "ADDONS": {"scrapy_fresh.Addon": 0},
-            "FRESH_STORE": "redis",
-            "REDIS_URL": SHARED_URL,
-            "FRESH_REDIS_KEY": rprefix,
-            "FRESH_VISIT_LOG": "",
-            "CONCURRENT_REQUESTS": 8,
-            "DOWNLOAD_TIMEOUT": 5,
-        },
+        "settings": fresh_settings(
+            FRESH_STORE="redis", REDIS_URL=SHARED_URL, FRESH_REDIS_KEY=rprefix
+        ),
         "start": [],
     }
     crawl = spawn(config, tmp_path / "run")
@@ -136,16 +139,7 @@ def serve_on(mockserver: Any, port: int, site: Any, host: str = "127.0.0.1") -> 
 
 def seed_sqlite(db: Path, urls: list[str], now: float) -> None:
     with SQLiteStore(db) as store:
-        store.put_many(
-            known_record(
-                u,
-                last_crawl=now - 2 * 86400,
-                next_due=now - 86400,
-                visits=4,
-                callback="parse_item",
-            )
-            for u in urls
-        )
+        store.put_many(overdue(urls, now))
 
 
 def sqlite_records(db: Path) -> dict[str, Any]:
@@ -164,13 +158,7 @@ def test_live_and_dead_host_then_dead_host_back(
         dead = [f"http://127.0.0.1:{closed_port}{p}" for p in site.paths(("n", "v"))]
         seed_sqlite(db, live_urls + dead, now)
         config = {
-            "settings": {
-                "ADDONS": {"scrapy_fresh.Addon": 0},
-                "FRESH_SQLITE_PATH": str(db),
-                "CONCURRENT_REQUESTS": 8,
-                "FRESH_VISIT_LOG": "",
-                "DOWNLOAD_TIMEOUT": 5,
-            },
+            "settings": fresh_settings(FRESH_SQLITE_PATH=str(db)),
             "start": [],
         }
         first = crawl(config, tmp_path / "run1", timeout=60, check=False)
@@ -213,14 +201,7 @@ def test_nginx_stopped_mid_crawl_then_back(
     server.start()
     try:
         config: dict[str, Any] = {
-            "settings": {
-                "ADDONS": {"scrapy_fresh.Addon": 0},
-                "FRESH_SQLITE_PATH": str(db),
-                "CONCURRENT_REQUESTS": 8,
-                "DOWNLOAD_DELAY": 0.02,
-                "FRESH_VISIT_LOG": "",
-                "DOWNLOAD_TIMEOUT": 5,
-            },
+            "settings": fresh_settings(FRESH_SQLITE_PATH=str(db), DOWNLOAD_DELAY=0.02),
             "start": [{"url": server.url("/index.html"), "callback": "parse_links"}],
             "link_callback": "parse_links",
         }
@@ -273,14 +254,7 @@ def test_robots_obey_with_a_dead_host(
         dead = [f"http://127.0.0.1:{closed_port}/p/{k}" for k in range(60)]
         seed_sqlite(db, live_urls + dead, now)
         config = {
-            "settings": {
-                "ADDONS": {"scrapy_fresh.Addon": 0},
-                "FRESH_SQLITE_PATH": str(db),
-                "CONCURRENT_REQUESTS": 8,
-                "FRESH_VISIT_LOG": "",
-                "ROBOTSTXT_OBEY": True,
-                "DOWNLOAD_TIMEOUT": 5,
-            },
+            "settings": fresh_settings(FRESH_SQLITE_PATH=str(db), ROBOTSTXT_OBEY=True),
             "start": [],
         }
         result = crawl(config, tmp_path / "run", timeout=60, check=False)
@@ -309,15 +283,9 @@ def test_continuous_pause_ends_and_pages_go_out_again(
     dead = [f"http://127.0.0.1:{closed_port}/n/{k}" for k in range(20)]
     seed_sqlite(db, dead, now)
     config = {
-        "settings": {
-            "ADDONS": {"scrapy_fresh.Addon": 0},
-            "FRESH_SQLITE_PATH": str(db),
-            "FRESH_MODE": "continuous",
-            "FRESH_ERROR_BACKOFF_SECS": 2,
-            "CONCURRENT_REQUESTS": 8,
-            "FRESH_VISIT_LOG": "",
-            "DOWNLOAD_TIMEOUT": 5,
-        },
+        "settings": fresh_settings(
+            FRESH_SQLITE_PATH=str(db), FRESH_MODE="continuous", FRESH_ERROR_BACKOFF_SECS=2
+        ),
         "start": [],
     }
     proc = spawn(config, tmp_path / "run")
@@ -361,28 +329,15 @@ def test_redis_continuous_worker_idles_while_a_host_is_paused_then_resumes(
     try:
         now = time.time()
         dead = [f"http://127.0.0.1:{closed_port}/n/{k}" for k in range(20)]
-        RedisStore(client, "pause").put_many(
-            known_record(
-                u,
-                last_crawl=now - 2 * 86400,
-                next_due=now - 86400,
-                visits=4,
-                callback="parse_item",
-            )
-            for u in dead
-        )
+        RedisStore(client, "pause").put_many(overdue(dead, now))
         config = {
-            "settings": {
-                "ADDONS": {"scrapy_fresh.Addon": 0},
-                "FRESH_STORE": "redis",
-                "REDIS_URL": url,
-                "FRESH_REDIS_KEY": "pause",
-                "FRESH_MODE": "continuous",
-                "FRESH_ERROR_BACKOFF_SECS": 6,
-                "CONCURRENT_REQUESTS": 8,
-                "FRESH_VISIT_LOG": "",
-                "DOWNLOAD_TIMEOUT": 5,
-            },
+            "settings": fresh_settings(
+                FRESH_STORE="redis",
+                REDIS_URL=url,
+                FRESH_REDIS_KEY="pause",
+                FRESH_MODE="continuous",
+                FRESH_ERROR_BACKOFF_SECS=6,
+            ),
             "start": [],
         }
         proc = spawn(config, tmp_path / "run")
@@ -439,25 +394,15 @@ def _budget_run(mockserver: Any, crawl: Any, workdir: Path, attempts: int) -> tu
         with mockserver.MockServer(site, "127.0.0.2") as live:
             with SQLiteStore(db) as store:
                 store.put_many(
-                    known_record(
-                        f"http://127.0.0.1:{port}/n/{k}",
-                        last_crawl=now - 20 * 86400,
-                        next_due=now - 10 * 86400,
-                        visits=4,
-                        callback="parse_item",
-                    )
-                    for k in range(30)
+                    overdue([f"http://127.0.0.1:{port}/n/{k}" for k in range(30)], now, 10)
                 )
             seed_sqlite(db, [live.url(p) for p in site.paths(("n", "v"))], now)
             config = {
-                "settings": {
-                    "ADDONS": {"scrapy_fresh.Addon": 0},
-                    "FRESH_SQLITE_PATH": str(db),
-                    "FRESH_VISIT_LOG": "",
-                    "CONCURRENT_REQUESTS": 8,
-                    "FRESH_CYCLE_BUDGET": 40,
-                    "FRESH_UNREACHABLE_ATTEMPTS": attempts,
-                },
+                "settings": fresh_settings(
+                    FRESH_SQLITE_PATH=str(db),
+                    FRESH_CYCLE_BUDGET=40,
+                    FRESH_UNREACHABLE_ATTEMPTS=attempts,
+                ),
                 "start": [],
             }
             result = crawl(config, workdir / "run", timeout=60, check=False)
@@ -517,13 +462,7 @@ def test_cycle_run_with_thousands_of_dead_pages_ends_and_fetches_the_live_host(
         live_urls = [live.url(p) for p in site.paths(("n", "v"))]
         seed_sqlite(db, live_urls, now)
         config = {
-            "settings": {
-                "ADDONS": {"scrapy_fresh.Addon": 0},
-                "FRESH_SQLITE_PATH": str(db),
-                "FRESH_VISIT_LOG": "",
-                "CONCURRENT_REQUESTS": 8,
-                "FRESH_CYCLE_LOOKAHEAD_SECS": 0,
-            },
+            "settings": fresh_settings(FRESH_SQLITE_PATH=str(db), FRESH_CYCLE_LOOKAHEAD_SECS=0),
             "start": [],
         }
         proc = spawn(config, tmp_path / "run")
@@ -552,26 +491,10 @@ def test_head_probes_at_a_dead_host(
     dead = [f"http://127.0.0.1:{closed_port}/v/{k}" for k in range(60)]
     with SQLiteStore(db) as store:
         store.put_many(
-            known_record(
-                u,
-                last_crawl=now - 2 * 86400,
-                next_due=now - 86400,
-                visits=4,
-                callback="parse_item",
-                etag='"abc"',
-                last_modified="Wed, 21 Oct 2015 07:28:00 GMT",
-            )
-            for u in dead
+            overdue(dead, now, etag='"abc"', last_modified="Wed, 21 Oct 2015 07:28:00 GMT")
         )
     config = {
-        "settings": {
-            "ADDONS": {"scrapy_fresh.Addon": 0},
-            "FRESH_SQLITE_PATH": str(db),
-            "FRESH_CHECK": "head",
-            "CONCURRENT_REQUESTS": 8,
-            "FRESH_VISIT_LOG": "",
-            "DOWNLOAD_TIMEOUT": 5,
-        },
+        "settings": fresh_settings(FRESH_SQLITE_PATH=str(db), FRESH_CHECK="head"),
         "start": [],
     }
     result = crawl(config, tmp_path / "run", timeout=60, check=False)

@@ -12,9 +12,7 @@ Real crawls (tests/crawl_runner.py) against a port on 127.0.0.1 nobody listens o
 
 from __future__ import annotations
 
-import socket
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,13 +27,6 @@ PAGES = 60
 #: host is paused (each tried 1 + RETRY_TIMES = 3 times).
 IN_FLIGHT = 8
 ATTEMPTS = 3
-
-
-@pytest.fixture
-def closed_port() -> Iterator[int]:
-    with socket.socket() as closed:
-        closed.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused
-        yield closed.getsockname()[1]
 
 
 def known_pages(db: Path, port: int) -> list[str]:

@@ -345,6 +345,7 @@ def profile(args: argparse.Namespace, server: Nginx, work: Path, out: Path) -> N
     re-crawl (to FILE with the suffix ``.again.prof``); print where the add-on's time
     goes: its own functions by cumulative time (nested calls overlap), as a share of
     the add-on's crawl."""
+    out.parent.mkdir(parents=True, exist_ok=True)
     plain_total = profiled(args, server, work, out.with_suffix(".plain.prof"), fresh=False)
     total = profiled(args, server, work, out, fresh=True)
     print(

@@ -140,3 +140,33 @@ def test_a_request_waiting_in_line_is_held_back_when_its_host_is_blocked(
     assert h.scheduler.next_request() is None
     assert h.stat("fresh/requests/blocked_host") == 1
     assert h.stat("fresh/requests/refresh") == 0  # not sent: not counted
+
+
+class _Engine:
+    """The two engine calls the scheduler's timer makes (one edge case: a full engine)."""
+
+    def __init__(self, scheduler: Any) -> None:
+        self.scheduler = scheduler
+        self.full = True
+
+    def needs_backout(self) -> bool:
+        return self.full
+
+    def crawl(self, request: Any) -> None:
+        self.scheduler.enqueue_request(request)
+
+
+def test_a_timer_hands_nothing_to_an_engine_that_is_full(harness: Any, known: Any) -> None:
+    """While the engine backs out (its downloader full), a timer leaves the page in the
+    frontier: the engine asks for it once it has room, so nothing waits in line."""
+    page = known("http://a.example/1", last_crawl=NOW - 9000, next_due=NOW - 5)
+    h = harness(records=[page])
+    engine = _Engine(h.scheduler)
+    h.crawler.engine = engine
+    h.scheduler._on_timer()
+    assert not h.scheduler._ready
+    assert h.stat("fresh/requests/refresh") == 0
+    engine.full = False
+    h.scheduler._on_timer()
+    assert [r.url for r in h.scheduler._ready] == ["http://a.example/1"]
+    assert h.stat("fresh/requests/refresh") == 1

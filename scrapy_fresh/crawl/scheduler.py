@@ -833,6 +833,10 @@ class FreshScheduler(BaseScheduler):
             if gate.waiting and gate.deadline <= now:
                 self._release(host)
         self.source.on_timer(now)
+        if engine.needs_backout():
+            # Full (or closing): it asks for the next request (next_request) as soon as
+            # a download or a callback ends; a page popped now would only wait in line.
+            return
         request = self._pop(now)
         if request is None:
             return

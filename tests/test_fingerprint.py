@@ -19,6 +19,7 @@ import simhash
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from scrapy_fresh.fingerprint import _hashdef, _vector
 from scrapy_fresh.fingerprint import shingles as fp
 from scrapy_fresh.fingerprint.shingles import (
     BOILERPLATE_TAGS,
@@ -554,14 +555,14 @@ def test_words_match_regular_expressions(text, normalize_digits):
 @pytest.mark.parametrize("separator", [" ", "\n", "\t"])
 def test_words_of_long_texts_cut_in_pieces(separator):
     text = separator.join(f"Word{i % 97}, x{i} ΟΔΟΣ" for i in range(40_000))
-    assert len(text) > 3 * fp._TEXT_CHUNK
+    assert len(text) > 3 * _hashdef._TEXT_CHUNK
     assert words(text) == regex_words(text)
     assert fingerprint_text(text) == simhash_features(shingles(text), mode="fast")
 
 
 def test_unicode_classes_are_built_safely_in_threads(monkeypatch):
-    monkeypatch.setattr(fp, "_unicode_class", np.zeros(0, np.uint8))
-    monkeypatch.setattr(fp, "_unicode_blocks", np.zeros(0x1100, bool))
+    monkeypatch.setattr(_vector, "_unicode_class", np.zeros(0, np.uint8))
+    monkeypatch.setattr(_vector, "_unicode_blocks", np.zeros(0x1100, bool))
     texts = [
         "".join(chr(c) for c in range(base, base + 3000, 7)) for base in (0x100, 0x3000, 0x4E00)
     ]
@@ -593,7 +594,7 @@ def test_fingerprint_of_long_texts_across_pieces(k):
     text = " ".join(
         rng.choice(VOCABULARY) + rng.choice(["", ",", ".", " 12"]) for _ in range(80_000)
     )
-    assert len(text) > 4 * fp._TEXT_CHUNK
+    assert len(text) > 4 * _hashdef._TEXT_CHUNK
     assert fingerprint_text(text, k=k) == simhash_features(shingles(text, k), mode="fast")
 
 
@@ -601,7 +602,7 @@ def test_fingerprint_of_long_texts_mixing_ascii_and_other_pieces():
     ascii_part = " ".join(f"word{i % 300}" for i in range(15_000))
     greek_part = " ".join(f"λέξη{i % 300} Ωμέγα" for i in range(15_000))
     for text in (ascii_part + " " + greek_part, greek_part + "\n" + ascii_part):
-        assert len(text) > 2 * fp._TEXT_CHUNK
+        assert len(text) > 2 * _hashdef._TEXT_CHUNK
         for k in (2, 5):
             assert fingerprint_text(text, k=k) == simhash_features(shingles(text, k), mode="fast")
 

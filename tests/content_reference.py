@@ -72,7 +72,8 @@ def extract(text: str, rules: ContentRules) -> str:
     else:
         for landmark in ("main, [role=main]", "article"):
             nodes = content._outermost(document.query_selector_all(landmark))
-            if nodes:
+            articles_text = sum(len(n.text) for n in nodes)
+            if nodes and (landmark != "article" or articles_text > len(tree.body.text) / 2):
                 _keep_only(tree, nodes)
                 skip.append(", ".join(content.BOILERPLATE_SELECTORS))
                 break
@@ -82,7 +83,12 @@ def extract(text: str, rules: ContentRules) -> str:
             )
     return str(
         extract_plain_text(
-            tree, preserve_formatting=True, main_content=False, alt_texts=True, skip_elements=skip
+            tree,
+            preserve_formatting=True,
+            main_content=False,
+            alt_texts=True,
+            form_fields=True,
+            skip_elements=skip,
         )
     )
 

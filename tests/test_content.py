@@ -342,3 +342,57 @@ def test_noise_on_real_pages_leaves_the_digest(real_pages: list[str]) -> None:
         assert digest(stamped).exact == digest(noisy[1]).exact
         for edited in noisy[:1] + noisy[2:]:
             assert digest(edited).exact == base.exact
+
+
+# -- edits a watcher must see (found by an adversarial run on real and shop HTML) ------
+
+_SHOP = (
+    "<!DOCTYPE html><html><head><meta charset='utf-8'></head><body><main><h1>Whisk</h1>"
+    "<p>A sturdy whisk.</p>{}</main></body></html>"
+)
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        (
+            "<form><button>Add to cart</button></form>",
+            "<form><button disabled>Sold out</button></form>",
+        ),
+        (
+            "<select><option>S - in stock</option><option>M - in stock</option></select>",
+            "<select><option>S - in stock</option><option>M - out of stock</option></select>",
+        ),
+        ("<p>Part no. 4711-56-78</p>", "<p>Part no. 4711-56-79</p>"),
+    ],
+    ids=["button", "select option", "part number"],
+)
+def test_a_shop_edit_in_a_form_or_a_part_number_changes_the_digest(
+    before: str, after: str
+) -> None:
+    assert digest(_SHOP.format(before)).exact != digest(_SHOP.format(after)).exact
+
+
+def test_a_hidden_input_is_still_not_content() -> None:
+    page = "<form><input type='hidden' name='csrf' value='{}'><button>Buy</button></form>"
+    assert digest(_SHOP.format(page.format("a1b2c3"))) == digest(
+        _SHOP.format(page.format("z9y8x7"))
+    )
+
+
+def test_reviews_written_as_articles_do_not_hide_the_price() -> None:
+    page = (
+        "<html><body><div class='product'><h1>Kettle</h1><p>Price: <span>{}</span></p>"
+        "<p>Steel body, 1.7 litres, auto shut-off and a filter you can wash.</p></div>"
+        "<section><article class='review'><p>Fast and quiet.</p></article></section></body></html>"
+    )
+    assert digest(page.format("49.90")).exact != digest(page.format("54.90")).exact
+
+
+def test_articles_that_are_the_page_are_still_its_content() -> None:
+    page = (
+        "<html><body><div class='promo'>Big sale {}</div><article><h1>Ducks</h1>"
+        "<p>Ducks walk to the pond every morning and swim there until noon.</p></article>"
+        "</body></html>"
+    )
+    assert content_text(page.format("today")) == content_text(page.format("tomorrow"))

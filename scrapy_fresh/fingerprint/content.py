@@ -65,7 +65,7 @@ __all__ = [
 
 #: Bumped whenever the extraction, a default or a rule changes, so that stored digests
 #: made by an older scheme can be told apart (they would all look changed once).
-CONTENT_VERSION: Final = 1
+CONTENT_VERSION: Final = 2
 
 #: Furniture dropped from the content wherever it is, unless the user names what to
 #: include: navigation, search forms, breadcrumbs, cookie banners, ad slots and
@@ -137,7 +137,7 @@ _ORDINAL = r"(?:st|nd|rd|th)?"
 _ZONE = r"(?:\s?(?:UTC|GMT|Z|[A-Z]{1,4}T|[+-]\d{2}:?\d{2})(?!\w))?"
 _NUMERIC_DATE = (
     r"[0-9](?<![\w.]{1}[0-9])(?:"
-    r"\d{3}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
+    r"\d{3}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
     r"|\d?/\d{1,2}/\d{2}(?:\d{2})?|\d?\.\d{1,2}\.\d{4}"
     rf"|\d?{_ORDINAL}\s+{_MONTH},?\s+\d{{4}}"
     rf"|\d?:\d{{2}}(?::\d{{2}}(?:\.\d+)?)?(?:\s?(?i:[ap]\.?m\.?))?{_ZONE}"
@@ -641,6 +641,12 @@ def _landmarks(document: DocumentNode, landmark: str) -> Iterable[DOMNode]:
     )
 
 
+def _most_of(nodes: list[DOMNode], body: DOMNode) -> bool:
+    """Whether ``nodes`` (a page's ``<article>`` elements) hold more than half of its
+    body's text: the page's content, not reviews or teasers beside it."""
+    return 2 * sum(len(node.text or "") for node in nodes) > len(body.text or "")
+
+
 def _extract(text: str, rules: ContentRules) -> str:
     if any(_is_xpath(s) for s in rules.include + rules.exclude):
         text = _mark_xpath(text, rules)
@@ -660,14 +666,19 @@ def _extract(text: str, rules: ContentRules) -> str:
     else:
         for landmark in _LANDMARKS:
             nodes = _outermost(_landmarks(document, landmark))
-            if nodes:
+            if nodes and (landmark != "article" or _most_of(nodes, tree.body)):
                 _keep_only(tree, nodes)
                 skip.append(_BOILERPLATE_CSS)
                 break
         else:
             skip.append(_FURNITURE_CSS)
     text = extract_plain_text(
-        tree, preserve_formatting=True, main_content=False, alt_texts=True, skip_elements=skip
+        tree,
+        preserve_formatting=True,
+        main_content=False,
+        alt_texts=True,
+        form_fields=True,  # a shop's stock is often on a button or in a <select>
+        skip_elements=skip,
     )
     return str(text)
 

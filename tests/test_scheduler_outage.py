@@ -64,12 +64,16 @@ class _Reactor:
 
 @dataclass
 class _Engine:
-    """What the timer needs of the engine: ``crawl()`` hands the request back."""
+    """What the timer needs of the engine: room (``needs_backout``), and ``crawl()``
+    that hands the request back."""
 
     scheduler: Any
 
     def crawl(self, request: Request) -> None:
         assert self.scheduler.enqueue_request(request)
+
+    def needs_backout(self) -> bool:
+        return False  # room for the timer's request
 
 
 @dataclass

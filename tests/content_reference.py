@@ -21,6 +21,7 @@ from scrapy_fresh.fingerprint.content import NOISE_RULES, ContentRules, Digest
 from scrapy_fresh.fingerprint.shingles import _decode, fingerprint_text
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+CODE_START, CODE_END = "\ufdd0", "\ufdd1"  # around the text of <pre> and <code>
 
 
 def _steps(names: tuple[str, ...]) -> list[tuple[Callable[[str], str], tuple[str, ...]]]:
@@ -81,6 +82,10 @@ def extract(text: str, rules: ContentRules) -> str:
             skip.append(
                 ", ".join(content.BOILERPLATE_SELECTORS + content.PAGE_FURNITURE_SELECTORS)
             )
+    for node in document.query_selector_all("pre, code"):
+        if node.first_child is not None:
+            node.insert_before(document.create_text_node(CODE_START), node.first_child)
+            node.append_child(document.create_text_node(CODE_END))
     return str(
         extract_plain_text(
             tree,
@@ -93,15 +98,39 @@ def extract(text: str, rules: ContentRules) -> str:
     )
 
 
-def normalize(text: str, rules: ContentRules) -> str:
-    for pattern in rules.ignore:
-        text = re.compile(pattern, re.MULTILINE).sub("", text)
+def _denoise(text: str, rules: ContentRules) -> str:
     steps = _steps(rules.noise)
     lower = text.lower() if steps else ""
     for step, probes in steps:
         if not probes or any(p in (text if p[0] == "{" else lower) for p in probes):
             text = step(text)
-    return " ".join(text.split())
+    return text
+
+
+def normalize(text: str, rules: ContentRules) -> str:
+    for pattern in rules.ignore:
+        text = re.compile(pattern, re.MULTILINE).sub("", text)
+    # code (between the marks, at any depth) gets no noise rule; its lines keep their indent
+    pieces: list[tuple[bool, str]] = [(False, "")]
+    depth = 0
+    for char in text:
+        if char == CODE_START:
+            depth += 1
+        elif char == CODE_END:
+            depth -= 1
+        elif (depth > 0) == pieces[-1][0]:
+            pieces[-1] = (pieces[-1][0], pieces[-1][1] + char)
+        else:
+            pieces.append((depth > 0, char))
+    out = []
+    for is_code, piece in pieces:
+        if not is_code:
+            out.append(" ".join(_denoise(piece, rules).split()))
+        elif "\n" in piece:
+            out.append("\n".join(line.rstrip() for line in piece.split("\n") if line.strip()))
+        else:
+            out.append(" ".join(piece.split()))
+    return " ".join(part for part in out if part)
 
 
 def content_text(
@@ -109,6 +138,7 @@ def content_text(
 ) -> str:
     text = _decode(html, encoding)
     text = _SURROGATE.sub("\ufffd", text.replace("\x00", "\ufffd"))
+    text = text.replace(CODE_START, "").replace(CODE_END, "")
     return normalize(extract(content.separate_xml(text), rules), rules)
 
 

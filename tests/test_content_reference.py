@@ -44,7 +44,7 @@ _WORDS = st.sampled_from(
         "Updated", "2024-03-04", "12:30", "Mar 4, 2024", "Monday,", "3 minutes ago",
         "1,234 views", "Views: 12", "Comments (3)", "sid=abc123", "csrf_token=abcdefgh12",
         "x.js?v=123", "just now", "yesterday", "price", "51.77", "\x00", "\ud800", "é",
-        "K", "ſ", "İ", " ", "\n", "&amp;", "<", "word",
+        "K", "ſ", "İ", " ", "\n", "    ", "\ufdd0", "\ufdd1", "&amp;", "<", "word",
     ]
 )  # fmt: skip
 _TAGS = st.sampled_from(
@@ -57,6 +57,7 @@ _TAGS = st.sampled_from(
         "footer",
         "aside",
         "span",
+        "code",
         "b",
         "pre",
         "li",

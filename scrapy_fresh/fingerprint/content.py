@@ -109,6 +109,12 @@ _LANDMARKS: Final = ("main, [role=main]", "article")
 _BOILERPLATE_CSS: Final = ", ".join(BOILERPLATE_SELECTORS)  # one selector list: faster
 _FURNITURE_CSS: Final = ", ".join(BOILERPLATE_SELECTORS + PAGE_FURNITURE_SELECTORS)
 _XPATH_MARK: Final = "data-scrapy-fresh-xpath"
+# Around the text of each <pre> and <code> (Unicode noncharacters, for a program's own
+# use; taken out of pages first, _clean): code is content as written, see normalize_text.
+_CODE_START: Final = "\ufdd0"
+_CODE_END: Final = "\ufdd1"
+_CODE_PIECES: Final = re.compile("([\ufdd0\ufdd1])")
+_CODE_HOLE: Final = "\ufdd2"  # where a piece of code was, while the noise rules run
 
 # ---------------------------------------------------------------------------------------
 # Built-in noise rules
@@ -554,11 +560,15 @@ def _clean(text: str, codec: str | None = None) -> str:
     yields a lone surrogate (encoded surrogates are invalid bytes, replaced by U+FFFD).
     """
     text = text.replace("\x00", "\ufffd")
-    if codec not in _UTF8 and not text.isascii():
+    if text.isascii():
+        return text
+    if codec not in _UTF8:
         try:
             text.encode("utf-8")  # a check 5-10 times faster than a regex pass
         except UnicodeEncodeError:
             text = _SURROGATE.sub("\ufffd", text)
+    if _CODE_START in text or _CODE_END in text:  # they mark code (_mark_code)
+        text = text.replace(_CODE_START, "").replace(_CODE_END, "")
     return text
 
 
@@ -641,6 +651,23 @@ def _landmarks(document: DocumentNode, landmark: str) -> Iterable[DOMNode]:
     )
 
 
+def _mark_code(document: DocumentNode) -> None:
+    """Put :data:`_CODE_START` and :data:`_CODE_END` around the text of each ``<pre>``
+    and ``<code>`` element (nested ones too: :func:`normalize_text` counts the depth;
+    finding the outermost ones costs more than the marks)."""
+    # values(): the whole list at once (iterating the collection walks it anew for
+    # each item), taken before the tree changes
+    code = [
+        *document.get_elements_by_tag_name("pre").values(),
+        *document.get_elements_by_tag_name("code").values(),
+    ]
+    for node in code:
+        first = node.first_child
+        if first is not None:
+            node.insert_before(document.create_text_node(_CODE_START), first)
+            node.append_child(document.create_text_node(_CODE_END))
+
+
 def _most_of(nodes: list[DOMNode], body: DOMNode) -> bool:
     """Whether ``nodes`` (a page's ``<article>`` elements) hold more than half of its
     body's text: the page's content, not reviews or teasers beside it."""
@@ -672,6 +699,7 @@ def _extract(text: str, rules: ContentRules) -> str:
                 break
         else:
             skip.append(_FURNITURE_CSS)
+    _mark_code(document)
     text = extract_plain_text(
         tree,
         preserve_formatting=True,
@@ -686,6 +714,10 @@ def _extract(text: str, rules: ContentRules) -> str:
 def normalize_text(text: str, rules: ContentRules = DEFAULT_RULES) -> str:
     """Apply the user's ignore patterns, then the noise rules, then collapse whitespace.
 
+    Code (the text of ``<pre>`` and ``<code>``, between the marks :func:`content_text`'s
+    extraction puts around it) is content as written: no noise rule touches it, and a
+    block of lines keeps each line's indentation.
+
     >>> normalize_text("Posted 3 minutes ago  by Ann\\nUpdated Mar 4, 2024 12:30 UTC\\n1,234 views")
     'Posted {ago} by Ann Updated {date} {count}'
     >>> normalize_text("Price: 51.77 EUR, 19 available")
@@ -693,12 +725,68 @@ def normalize_text(text: str, rules: ContentRules = DEFAULT_RULES) -> str:
     """
     for pattern in rules._ignore:
         text = pattern.sub("", text)
+    if _CODE_START not in text:
+        return " ".join(_denoise(text, rules).split())
+    prose, code = _code_pieces(text)
+    if any(_CODE_HOLE in p for p in prose):
+        prose = [_denoise(p, rules) for p in prose]  # one at a time: slower, same answer
+    else:
+        denoised = _denoise(_CODE_HOLE.join(prose), rules)
+        if denoised.count(_CODE_HOLE) == len(code):
+            prose = denoised.split(_CODE_HOLE)
+        else:  # a rule took a hole with it
+            prose = [_denoise(p, rules) for p in prose]
+    out = [" ".join(prose[0].split())]
+    for block, after in zip(code, prose[1:], strict=True):
+        out += (_code_text(block), " ".join(after.split()))
+    return " ".join(part for part in out if part)
+
+
+def _code_pieces(text: str) -> tuple[list[str], list[str]]:
+    """The prose and the code of ``text`` (code: between the marks, at any depth):
+    ``prose[0], code[0], prose[1], ..., prose[-1]``, one more prose piece than code."""
+    prose: list[str] = []
+    code: list[str] = []
+    depth = 0
+    run: list[str] = []
+    for token in _CODE_PIECES.split(text):
+        if token == _CODE_START:
+            if depth == 0 and code and not any(run):  # code right after code: one piece
+                run = [code.pop()]
+            elif depth == 0:
+                prose.append("".join(run))
+                run = []
+            depth += 1
+        elif token == _CODE_END:
+            depth -= 1
+            if depth == 0:
+                code.append("".join(run))
+                run = []
+        else:
+            run.append(token)
+    if depth:
+        code.append("".join(run))
+        run = []
+    prose.append("".join(run))
+    return prose, code
+
+
+def _denoise(text: str, rules: ContentRules) -> str:
+    """``text`` with the noise rules applied (:data:`NOISE_RULES`)."""
     lower = text.lower() if rules._noise else ""
     for step, probes in rules._noise:
         # Placeholders are probed in the text as it is now; words in the original.
         if not probes or any(p in (text if p[0] == "{" else lower) for p in probes):
             text = step(text)
-    return " ".join(text.split())
+    return text
+
+
+def _code_text(block: str) -> str:
+    """Code as written: no noise rules; a block of lines keeps each line's indentation
+    (a line moved out of a loop is an edit), trailing spaces and blank lines go."""
+    if "\n" not in block:
+        return " ".join(block.split())
+    return "\n".join(line.rstrip() for line in block.splitlines() if line.strip())
 
 
 def content_text(

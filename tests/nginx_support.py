@@ -141,6 +141,7 @@ http {{
         server_name localhost;
         root {root};
         index index.html;
+{extra}
     }}
 }}
 """
@@ -154,7 +155,7 @@ class Nginx:
     (``user root``), since the test's directories are readable by it alone.
     """
 
-    def __init__(self, root: Path, prefix: Path) -> None:
+    def __init__(self, root: Path, prefix: Path, extra: str = "") -> None:
         exe = find_nginx()
         if exe is None:
             raise RuntimeError(nginx_missing_reason())
@@ -164,6 +165,8 @@ class Nginx:
         self.port = 0
         self.process: subprocess.Popen[bytes] | None = None
         self._read = 0  # access log lines already returned by new_requests()
+        #: More directives of the ``server`` block (``location = /old { return 301 /new; }``).
+        self.extra = extra
 
     @property
     def access_log(self) -> Path:
@@ -183,6 +186,7 @@ class Nginx:
                 root=self.root,
                 port=self.port,
                 log_format=LOG_FORMAT,
+                extra=self.extra,
             )
         )
         return conf

@@ -312,6 +312,24 @@ class FreshScheduler(BaseScheduler):
         return True
 
     def _continue(self, lease: Lease, request: Request) -> bool:
+        """Take the retry or redirect of a leased request. A redirect to a URL this run
+        has leased, fetched or judged already is dropped, as Scrapy's dupefilter drops
+        it (unless ``dont_filter``): the source page is then recorded ``blocked``
+        (looked at again in FRESH_MAX_REFRESH_SECS; its target is crawled on its own).
+        A redirect to another URL makes that URL seen in this run."""
+        if request.url != lease.url and not request.dont_filter:
+            target = url_key(request.url, request.method, request.body)
+            if target != lease.key:
+                records = self.runtime.records
+                if (
+                    target in self.runtime.leases
+                    or target in records.settled
+                    or (target in records.pending)
+                ):
+                    self.runtime.stat("fresh/requests/duplicate_redirect")
+                    self.runtime.visits.record_outcome({"fresh_key": lease.key}, Outcome.BLOCKED)
+                    return False
+                records.settle(target)
         lease.request = request
         lease.score = CONTINUATION_SCORE
         self.runtime.stat("fresh/requests/continued")

@@ -6,12 +6,13 @@ import argparse
 
 from scrapy_fresh.changes.feed import GONE_NAMESPACE
 from scrapy_fresh.commands._control import Selection, add_selection_arguments, open_stores
+from scrapy_fresh.crawl.documents import DOCUMENT_NAMESPACE
 from scrapy_fresh.providers.ledger import QUIET_NAMESPACE
 
 HELP = "Delete the records of pages (by URL, --host or --match); found again, they are new."
 
 #: Meta namespaces keyed by a page's record key: forgotten with the page.
-PAGE_META = (QUIET_NAMESPACE, GONE_NAMESPACE)
+PAGE_META = (QUIET_NAMESPACE, GONE_NAMESPACE, DOCUMENT_NAMESPACE)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -299,6 +299,8 @@ class FreshProviderMiddleware:
                 document = _rename(document, url, own_url)
             if visit is not None and isinstance(key, str):
                 self._note_listed_updates(key, document, now)
+                if not discovered:  # the spider's own: read again whenever it asks
+                    self.runtime.documents.add(key, document.report.kind)
             found.extend(document)
         mine, others = _split(found, own_url)
         if not (isinstance(key, str) and self.tracker.add_own(key, mine)):

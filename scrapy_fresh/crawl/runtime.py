@@ -22,6 +22,7 @@ from scrapy.http.headers import Headers
 
 from scrapy_fresh.config import FreshConfig, revisit_policy, score_params
 from scrapy_fresh.crawl.checks import CheckLearning
+from scrapy_fresh.crawl.documents import KnownDocuments
 from scrapy_fresh.crawl.reachability import Reachability
 from scrapy_fresh.crawl.records import CrawlRecords
 from scrapy_fresh.crawl.stores import check_store_choice, open_store
@@ -146,6 +147,8 @@ class FreshRuntime:
         self.leased_store: LeasedVisitStore | None = None
         #: Page records outside a visit: new ones queued, sightings merged, leases taken.
         self.records = CrawlRecords(lambda: self.store, self.store_error)
+        #: The pages known to be sitemaps or feeds: checked whenever the spider asks.
+        self.documents = KnownDocuments(lambda: self.store, self.store_error)
         self.leases: dict[str, Lease] = {}
         self.records.dropped_listeners.append(lambda key: self.leases.pop(key, None))
         #: id(item) -> (item, outcome), filled by the spider middleware for the pipeline.

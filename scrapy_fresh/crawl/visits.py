@@ -47,6 +47,10 @@ OUTCOME_STATS = {
 }
 
 
+#: Outcomes of a visit that got the page (or a 304 for it).
+_ANSWERED = frozenset({Outcome.NEW, Outcome.CHANGED, Outcome.UNCHANGED, Outcome.NOT_MODIFIED})
+
+
 def debug_wanted(log: logging.Logger) -> bool:
     """Whether a DEBUG record of ``log`` would reach a handler that takes it, as
     :meth:`logging.Logger.callHandlers` looks for one. Scrapy sets the root logger to
@@ -161,6 +165,7 @@ class VisitRecorder:
                     site = SiteState(state.host)
                 self._sites[state.host] = site
             record_visit(state, outcome, now, self.runtime.policy, site, check_cost=cost)
+            self._document_due(state, outcome, now)
             if checks is not None:
                 site.checks = checks.counts()  # what this run learned holds in the next
             for amend in list(self.runtime.visit_amenders):  # one write of the record
@@ -191,6 +196,14 @@ class VisitRecorder:
                 outcome_listener(state, outcome, now, headers or {})
         finally:
             self.became_gone = False
+
+    def _document_due(self, state: PageState, outcome: Outcome, now: float) -> None:
+        """A sitemap or feed (:mod:`scrapy_fresh.crawl.documents`) that answered is due
+        again within FRESH_MIN_REFRESH_SECS, whatever its own change rate: it is how the
+        crawl learns which pages changed (an index can stay the same for months while
+        its child sitemaps change daily). A conditional check: a 304 when unchanged."""
+        if outcome in _ANSWERED and state.key in self.runtime.documents:
+            state.next_due = min(state.next_due, now + self.runtime.config.min_refresh_secs)
 
     def _became_gone(self, state: PageState, outcome: Outcome) -> bool:
         """Whether this visit is the one that tells that the page went: once per
@@ -230,6 +243,7 @@ class VisitRecorder:
 
         def apply(record: PageState, site: SiteState) -> None:
             record_visit(record, outcome, now, self.runtime.policy, site, check_cost=cost)
+            self._document_due(record, outcome, now)
             if delta:
                 site.checks = _add_counts(site.checks, delta)
 

@@ -1,4 +1,4 @@
-"""runtime.documents: the sitemaps and feeds a crawl has read, kept in the store."""
+"""runtime.documents: the spider's sitemaps a crawl has read, kept in the store."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def test_a_document_is_remembered_in_the_store(tmp_path: Any) -> None:
     first = KnownDocuments(lambda: store, lambda action, exc: errors.append(action))
     assert KEY not in first
     first.add(KEY, "sitemapindex")
-    first.add("1" * 40, "unknown")  # not a sitemap or a feed
+    first.add("1" * 40, "rss")  # a feed: its own schedule says when
     assert KEY in first
     store.close()
     store = SQLiteStore(tmp_path / "s.sqlite")
@@ -41,6 +41,6 @@ def test_a_store_that_fails_forces_nothing_and_is_reported() -> None:
     errors: list[str] = []
     known = KnownDocuments(lambda: _Failing(), lambda action, exc: errors.append(action))  # type: ignore[arg-type,return-value]
     assert KEY not in known
-    known.add(KEY, "rss")
+    known.add(KEY, "sitemap")
     assert KEY not in known  # not written: taken again from the next read
     assert len(errors) == 2

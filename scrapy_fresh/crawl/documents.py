@@ -1,12 +1,13 @@
-"""The sitemaps and feeds a crawl has read (``runtime.documents``).
+"""The spider's own sitemaps (``runtime.documents``).
 
-A spider that reads a site's sitemaps or feeds learns from them which pages changed: a
-run that skipped them as "not due" would see no change at all, however often it runs
-(a stock :class:`~scrapy.spiders.SitemapSpider` run every few hours would make no
-request). So a page the provider middleware has parsed as a sitemap or a feed is
-remembered (meta records ``document`` / ``<page key>``: ``{"kind": ...}``), and the
-spider's own requests for it are checked every run, with their conditional check: a
-304 when nothing changed.
+A spider that reads a site's sitemaps learns from them which pages changed: a run that
+skipped them as "not due" would see no change at all, however often it runs (a stock
+:class:`~scrapy.spiders.SitemapSpider` run every few hours made no request). So a page
+the provider middleware has parsed as a sitemap for the spider is remembered (meta
+records ``document`` / ``<page key>``: ``{"kind": ...}``), and it is checked every run,
+with its conditional check: a 304 when nothing changed. Feeds are not among them: they
+say when to read them again (``sy:`` schedules, ``ttl``), and the provider signals
+follow that.
 """
 
 from __future__ import annotations
@@ -22,15 +23,15 @@ if TYPE_CHECKING:
 
 __all__ = ["DOCUMENT_KINDS", "DOCUMENT_NAMESPACE", "KnownDocuments"]
 
-#: Meta namespace of the pages known to be sitemaps or feeds.
+#: Meta namespace of the pages known to be the spider's sitemaps.
 DOCUMENT_NAMESPACE = "document"
-#: The parsed kinds that make a page a document (``ParseReport.kind``).
-DOCUMENT_KINDS = frozenset({"sitemap", "sitemapindex", "rss", "rdf", "atom"})
+#: The parsed kinds that make a page such a document (``ParseReport.kind``).
+DOCUMENT_KINDS = frozenset({"sitemap", "sitemapindex"})
 
 
 class KnownDocuments:
-    """The keys of the pages known to be sitemaps or feeds: read from the store once,
-    on first use, and added to as the crawl parses more."""
+    """The keys of the pages known to be the spider's sitemaps: read from the store
+    once, on first use, and added to as the crawl parses more."""
 
     def __init__(
         self, store: Callable[[], StateStore], error: Callable[[str, Exception], None]
@@ -44,7 +45,7 @@ class KnownDocuments:
             try:
                 self._keys = {key for key, _ in self._store().meta(DOCUMENT_NAMESPACE)}
             except StoreError as exc:
-                self._error("read the known sitemaps and feeds from", exc)
+                self._error("read the known sitemaps from", exc)
                 self._keys = set()  # nothing forced this run; the records stay as they are
         return self._keys
 
@@ -52,13 +53,14 @@ class KnownDocuments:
         return key in self._known()
 
     def add(self, key: str, kind: str) -> None:
-        """Remember that the page ``key`` is a document of ``kind`` (written once)."""
+        """Remember that the page ``key`` is a document of ``kind`` (written once; other
+        kinds than :data:`DOCUMENT_KINDS` are left out)."""
         known = self._known()
         if kind not in DOCUMENT_KINDS or key in known:
             return
         try:
             self._store().put_meta(DOCUMENT_NAMESPACE, key, {"kind": kind})
         except StoreError as exc:
-            self._error("note a sitemap or feed in", exc)
+            self._error("note a sitemap in", exc)
             return
         known.add(key)

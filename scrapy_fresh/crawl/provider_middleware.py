@@ -299,7 +299,7 @@ class FreshProviderMiddleware:
                 document = _rename(document, url, own_url)
             if visit is not None and isinstance(key, str):
                 self._note_listed_updates(key, document, now)
-                if not discovered:  # the spider's own: read again whenever it asks
+                if not discovered:  # the spider's own sitemap: checked every run
                     self.runtime.documents.add(key, document.report.kind)
             found.extend(document)
         mine, others = _split(found, own_url)

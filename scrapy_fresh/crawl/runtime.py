@@ -147,7 +147,7 @@ class FreshRuntime:
         self.leased_store: LeasedVisitStore | None = None
         #: Page records outside a visit: new ones queued, sightings merged, leases taken.
         self.records = CrawlRecords(lambda: self.store, self.store_error)
-        #: The pages known to be sitemaps or feeds: checked whenever the spider asks.
+        #: The pages known to be the spider's sitemaps: checked every run.
         self.documents = KnownDocuments(lambda: self.store, self.store_error)
         self.leases: dict[str, Lease] = {}
         self.records.dropped_listeners.append(lambda key: self.leases.pop(key, None))

@@ -434,7 +434,7 @@ class FreshScheduler(BaseScheduler):
         records.merge(state, seen)
         due = self._is_due(state, now)
         if not (force or due) and key in runtime.documents:
-            # A sitemap or feed the spider reads: how it learns what changed. Checked
+            # A sitemap the spider reads: how it learns what changed. Checked
             # every run (a 304 when unchanged), else a run would see no change at all.
             force = True
             runtime.stat("fresh/requests/document_check")

@@ -198,7 +198,7 @@ class VisitRecorder:
             self.became_gone = False
 
     def _document_due(self, state: PageState, outcome: Outcome, now: float) -> None:
-        """A sitemap or feed (:mod:`scrapy_fresh.crawl.documents`) that answered is due
+        """A spider's sitemap (:mod:`scrapy_fresh.crawl.documents`) that answered is due
         again within FRESH_MIN_REFRESH_SECS, whatever its own change rate: it is how the
         crawl learns which pages changed (an index can stay the same for months while
         its child sitemaps change daily). A conditional check: a 304 when unchanged."""

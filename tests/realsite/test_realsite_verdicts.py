@@ -2,9 +2,9 @@
 
 A plain spider that yields no item, so each page is judged by the exact digest of its
 main content (scrapy_fresh.fingerprint.content). Between two cycles, real edits inside the main
-content (one word, one number, one sentence) and noise (the footer's "Last updated on"
-date, a file touched: new ETag and Last-Modified, same body). Every real edit is
-"changed", no noise is.
+content (one word, one number, one sentence, a code line dedented in a ``<pre>``) and
+noise (the footer's "Last updated on" date, a file touched: new ETag and Last-Modified,
+same body). Every real edit is "changed", no noise is.
 """
 
 from __future__ import annotations
@@ -31,6 +31,16 @@ PAGES = sorted(
     for p in (Path(PYTHON_DOCS) / "library").glob("*.html")
     if p.stat().st_size > 30_000
 )[:24]
+#: An indented line in a code block (Sphinx keeps a ``<pre>``'s own whitespace).
+_INDENTED_CODE = r"(?s)(<pre>(?:(?!</pre>).)*?\n)    (\S)"
+#: Pages of the code edit: the next four that have such a line.
+CODE_PAGES = [
+    str(p.relative_to(PYTHON_DOCS))
+    for p in sorted((Path(PYTHON_DOCS) / "library").glob("*.html"))
+    if p.stat().st_size > 30_000
+    and str(p.relative_to(PYTHON_DOCS)) not in PAGES
+    and re.search(_INDENTED_CODE, p.read_text(encoding="utf-8"))
+][:4]
 
 
 def _replace_in_main(text: str, pattern: str, make: Any) -> str:
@@ -63,6 +73,11 @@ def one_sentence(text: str) -> str:
     return _replace_in_main(text, r"(<p>)", lambda m: m.group(1) + "This sentence is new. ")
 
 
+def code_dedent(text: str) -> str:
+    """A line of a code example moved out of its block (four spaces less)."""
+    return _replace_in_main(text, _INDENTED_CODE, lambda m: m.group(1) + m.group(2))
+
+
 def footer_date(text: str) -> str:
     new, n = re.subn(
         r"Last updated on [A-Za-z]+ \d+, \d{4}", "Last updated on January 02, 2031", text
@@ -72,7 +87,7 @@ def footer_date(text: str) -> str:
 
 
 EDITS = {"word": one_word, "number": one_number, "sentence": one_sentence, "footer": footer_date}
-REAL = ("word", "number", "sentence")
+REAL = ("word", "number", "sentence", "code")
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +96,7 @@ def judged(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
     work = tmp_path_factory.mktemp("verdicts")
     root = work / "site"
     root.mkdir()
-    for page in PAGES:
+    for page in PAGES + CODE_PAGES:
         (root / page).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(Path(PYTHON_DOCS) / page, root / page)
     settings = {
@@ -89,17 +104,19 @@ def judged(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
         "FRESH_SQLITE_PATH": str(work / "state.sqlite"),
     }
     classes = {**{name: PAGES[i::5] for i, name in enumerate(EDITS)}, "touched": PAGES[4::5]}
+    classes["code"] = CODE_PAGES
+    edits = {**EDITS, "code": code_dedent}
     with Nginx(root, work / "nginx") as server:
         config = {"spider": "links", "no_items": True, "no_follow": True,
-                  "start": [server.url("/" + p) for p in PAGES]}  # fmt: skip
+                  "start": [server.url("/" + p) for p in PAGES + CODE_PAGES]}  # fmt: skip
         first = {**config, "settings": {**settings, "FRESH_VISIT_LOG": str(work / "v1.jsonl")}}
         run_crawl(first, work / "c1")
-        for name, edit in EDITS.items():
+        for name, edit in edits.items():
             for page in classes[name]:
                 path = root / page
                 path.write_text(edit(path.read_text()))
         later = time.time() + 5
-        for page in PAGES:  # every file touched: nginx sends new validators for each
+        for page in PAGES + CODE_PAGES:  # every file touched: new validators for each
             os.utime(root / page, (later, later))
         second = {**config, "clock_offset": ALL_DUE_OFFSET,
                   "settings": {**settings, "FRESH_VISIT_LOG": str(work / "v2.jsonl")}}  # fmt: skip

@@ -120,8 +120,8 @@ def test_numpy_is_used_when_the_extension_is_missing(python_exe, python_env):
 
 
 def test_a_crawl_with_the_extension_never_loads_numpy(python_exe, python_env):
-    """With the C extension, NumPy (about 10,000 objects every full garbage collection
-    walks, 50 ms of start-up) is loaded only by what needs it: not by the add-on's
+    """With the C extension, NumPy (objects every full garbage collection walks, time at
+    start-up) is loaded only by what needs it: not by the add-on's
     components, not by judging a page or its items."""
     ext()
     code = (

@@ -1,8 +1,8 @@
 """The NumPy code of the fingerprints: the reference of the C extension
 ``scrapy_fresh._speedups`` and what runs without it (words, the fast hash of long texts,
 the simhash vote). :mod:`scrapy_fresh.fingerprint.shingles` imports this module on first
-use: with the C extension built, a crawl never loads NumPy (about 10,000 objects that
-every full garbage collection would walk, and 50 ms of start-up).
+use: with the C extension built, a crawl never loads NumPy (its objects would be walked
+by every full garbage collection, and its import slows every start-up).
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from functools import lru_cache
 from urllib.parse import urlsplit
 
 from w3lib.url import canonicalize_url
@@ -72,6 +73,17 @@ def url_key(url: str, method: str = "GET", body: bytes = b"") -> str:
     >>> len(url_key("http://example.com/"))
     40
     """
+    if type(url) is str and type(method) is str and type(body) is bytes:
+        return _cached_key(url, method, body)
+    return _key(url, method, body)
+
+
+@lru_cache(maxsize=8192)  # a link-dense site links the same URLs from page after page
+def _cached_key(url: str, method: str, body: bytes) -> str:
+    return _key(url, method, body)
+
+
+def _key(url: str, method: str, body: bytes) -> str:
     canonical = _plain_canonical(url)
     if canonical is not None and method.isalpha() and method.isascii():
         # json.dumps(..., sort_keys=True) of the dict below: nothing here needs escaping.

@@ -458,11 +458,6 @@ def test_the_noise_rules_touch_as_many_doc_pages_as_documented() -> None:
     assert touched(ContentRules.build(noise=["counters"])) == 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known miss, not fixed yet: undecodable bytes all become U+FFFD (w3lib's "
-    "to_unicode), so two pages that differ only in them have one digest",
-)
 def test_undecodable_bytes_keep_their_difference() -> None:
     """Latin-1 bytes under a UTF-8 declaration: M\u00fcller -> M\u00f6ller is an edit."""
     page = "<html><head><meta charset='utf-8'></head><body><main><p>Contact: {}</p></main></body></html>"

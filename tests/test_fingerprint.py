@@ -698,8 +698,10 @@ def test_html_to_text_encodings():
     assert html_to_text(b'<meta charset="utf-16"><p>hello world</p>') == "hello world"
     # Mis-declared: UTF-8 bytes declared as latin-1 give mojibake, not an error.
     assert html_to_text("<meta charset=latin1><p>café</p>".encode()) == "cafÃ©"
-    # Undecodable bytes become U+FFFD.
-    assert html_to_text(b"<p>caf\xe9 ok</p>") == "caf\ufffd ok"
+    # Each undecodable byte becomes a Private Use Area character of its own, so that
+    # an edit of such bytes is still an edit.
+    assert html_to_text(b"<p>caf\xe9 ok</p>") == "caf\uf7e9 ok"
+    assert html_to_text(b"<p>caf\xe8 ok</p>") != html_to_text(b"<p>caf\xe9 ok</p>")
     assert html_to_text(bytearray(b"<p>x</p>")) == html_to_text(memoryview(b"<p>x</p>")) == "x"
     assert html_to_text("<p>str</p>", "utf-16") == "str"  # encoding ignored for str
 

@@ -103,8 +103,9 @@ class Lease:
     visits: int = 0
     #: The GET follows a HEAD probe that could compare the Content-Length alone.
     length_probe: bool = False
-    #: The record as read to rebuild the request, for the visit's provider signals (its
-    #: visit fields are exact: only this lease's visit writes them); None once used.
+    #: The record as read when the page was leased (or to rebuild its request): the
+    #: request is rebuilt from it and the visit's provider signals take it (its visit
+    #: fields are exact: only this lease's visit writes them); None once used.
     state: PageState | None = None
 
     @classmethod

@@ -407,9 +407,9 @@ class FreshScheduler(BaseScheduler):
             # Due, waiting in the frontier, to be rebuilt from its record: the spider's
             # own request goes instead.
             lease.request = request
-            state = self._lookup(key, request.url)
+            state = lease.state if lease.state is not None else self._lookup(key, request.url)
             if state is not None:
-                records.merge(state, seen)
+                records.merge(state, seen)  # the lease's copy gets the sighting too
             return True
         if not self.source.leases_new:  # the shared frontier hands every page out
             records.add(self._new_record(request, key, host, seen, provider, now))
@@ -709,6 +709,9 @@ class FreshScheduler(BaseScheduler):
         for score, state in scored:
             stream = Stream.NEW if state.last_crawl is None else Stream.REFRESH
             self.lease(state, stream, score, now)
+            # Read for this lease and marked in flight: the request is rebuilt from it
+            # and the provider signals take it (no second read of the store).
+            self.runtime.leases[state.key].state = state
 
     def lease(
         self,
@@ -787,11 +790,13 @@ class FreshScheduler(BaseScheduler):
             return request
 
     def _rebuild(self, lease: Lease) -> Request | None:
-        try:
-            state = self.runtime.records.lookup(lease.key)
-        except StoreError as exc:
-            self.runtime.store_error("read", exc, lease.url)
-            state = None
+        state = lease.state  # the record as admitted (:meth:`admit`), else read now
+        if state is None:
+            try:
+                state = self.runtime.records.lookup(lease.key)
+            except StoreError as exc:
+                self.runtime.store_error("read", exc, lease.url)
+                state = None
         if state is None:
             self.runtime.leases.pop(lease.key, None)
             return None
@@ -804,7 +809,7 @@ class FreshScheduler(BaseScheduler):
             return None
         spider = self.crawler.spider
         assert spider is not None
-        lease.state = state  # read once: the provider signals take it from the lease
+        lease.state = state  # the provider signals take it from the lease
         try:
             return rebuild_request(state.request, state.url, spider)
         except Exception:

@@ -65,7 +65,7 @@ __all__ = [
 
 #: Bumped whenever the extraction, a default or a rule changes, so that stored digests
 #: made by an older scheme can be told apart (they would all look changed once).
-CONTENT_VERSION: Final = 2
+CONTENT_VERSION: Final = 3
 
 #: Furniture dropped from the content wherever it is, unless the user names what to
 #: include: navigation, search forms, breadcrumbs, cookie banners, ad slots and

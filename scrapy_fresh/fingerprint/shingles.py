@@ -42,6 +42,7 @@ cannot be compared with each other.
 
 from __future__ import annotations
 
+import codecs
 import functools
 import math
 import numbers
@@ -148,9 +149,37 @@ def _parser() -> etree.HTMLParser:
     return parser
 
 
+#: Private Use Area code points that stand for undecodable bytes (:func:`_keep_bytes`).
+_BYTE_BASE: Final = 0xF700
+_KEEP_BYTES: Final = "scrapy_fresh_keep_bytes"
+
+
+def _keep_bytes(error: UnicodeError) -> tuple[str, int]:
+    """Codec error handler: each byte the codec cannot decode becomes a character of its
+    own (U+F780-U+F7FF, Private Use Area), not one U+FFFD for all, so that two pages
+    that differ only in such bytes (Latin-1 under a UTF-8 declaration: M\xfcller ->
+    M\xf6ller) keep their difference."""
+    if not isinstance(error, UnicodeDecodeError):
+        raise error
+    bad = error.object[error.start : error.end]
+    return "".join(chr(_BYTE_BASE + b) for b in bad), error.end
+
+
+codecs.register_error(_KEEP_BYTES, _keep_bytes)
+
+
+def _to_text(data: bytes, codec: str) -> str:
+    """``data`` decoded by ``codec``, undecodable bytes kept (:func:`_keep_bytes`).
+    GB 18030 goes through w3lib, whose own handler mends Python's decoder of it."""
+    if "18030" in codec:
+        return to_unicode(data, codec)
+    return data.decode(codec, _KEEP_BYTES)
+
+
 def _decode(html: str | bytes, encoding: str | None) -> str:
     """Return ``html`` as text: BOM, then ``encoding``, then the document's own
-    declaration, then UTF-8; undecodable bytes become U+FFFD."""
+    declaration, then UTF-8; each undecodable byte becomes a character of its own
+    (:func:`_keep_bytes`)."""
     return _decode_with_codec(html, encoding)[0]
 
 
@@ -164,7 +193,7 @@ def _decode_with_codec(html: str | bytes, encoding: str | None) -> tuple[str, st
         raise TypeError(f"html ({type(html).__name__}) must be str or bytes.")
     bom_encoding, bom = read_bom(html)
     if bom_encoding is not None and bom is not None:
-        return to_unicode(html[len(bom) :], bom_encoding), bom_encoding
+        return _to_text(html[len(bom) :], bom_encoding), bom_encoding
     if encoding is not None:
         name = _resolve(encoding)
     else:
@@ -172,7 +201,7 @@ def _decode_with_codec(html: str | bytes, encoding: str | None) -> tuple[str, st
         # A declaration readable as ASCII cannot be UTF-16/32 (WHATWG: use UTF-8 instead).
         name = "utf-8" if declared is None or declared.startswith("utf-16") else declared
         name = "utf-8" if name.startswith("utf-32") else name
-    return to_unicode(html, name), name
+    return _to_text(html, name), name
 
 
 @functools.lru_cache(maxsize=64)
@@ -244,8 +273,9 @@ def html_to_text(
 
     :param html: the document, as ``str`` or ``bytes``. Bytes are decoded by their
         byte-order mark, else ``encoding``, else the document's ``<meta charset>`` or XML
-        declaration, else UTF-8; bytes that do not decode become U+FFFD, so binary
-        garbage gives garbage text but never an error.
+        declaration, else UTF-8; each byte that does not decode becomes a character of
+        its own (U+F780-U+F7FF), so binary garbage gives garbage text but never an
+        error, and an edit of such bytes is still an edit.
     :param encoding: encoding of ``html`` when it is bytes, e.g. from the HTTP
         ``Content-Type`` header (a BOM still wins). Ignored for ``str``.
     :param boilerplate_tags: names of further elements whose content is dropped.
@@ -554,7 +584,7 @@ def fingerprint_html(
     mode=mode, normalize_digits=...)``; see those functions. Never fails on the
     document itself: empty input, input without text and input libxml2 cannot parse
     give :data:`EMPTY_FINGERPRINT` (0) or the fingerprint of whatever text could be
-    read; binary garbage is decoded with U+FFFD for invalid bytes and fingerprinted
+    read; binary garbage is decoded with a character per invalid byte and fingerprinted
     like any text, so the same bytes always give the same fingerprint.
 
     >>> page = "<html><body><article><p>%s</p></article><footer>%s</footer></body></html>"

@@ -13,6 +13,7 @@ import calendar
 import math
 import re
 from email.utils import parsedate_tz
+from functools import lru_cache
 
 __all__ = ["parse_rfc822", "parse_w3c"]
 
@@ -96,6 +97,11 @@ def parse_rfc822(text: str | None) -> float | None:
     """
     if not text or len(text) > 128:
         return None
+    return _parse_rfc822(text)
+
+
+@lru_cache(maxsize=1024)  # the Date of every answer in the same second is the same text
+def _parse_rfc822(text: str) -> float | None:
     try:
         parts = parsedate_tz(text.strip())
     except (TypeError, ValueError, IndexError, OverflowError):

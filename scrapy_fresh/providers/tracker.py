@@ -461,7 +461,9 @@ class SignalTracker:
             self.stat("fresh/providers/pending", 1)
         held.extend(signals)
 
-    def _remember(self, key: str, claims: Iterable[tuple[str, float, float | None]]) -> None:
+    def _remember(self, key: str, claims: list[tuple[str, float, float | None]]) -> None:
+        if not claims:  # most visits: no entry, which would only push real claims out
+            return
         known = self._claims.get(key)
         if known is None:
             if len(self._claims) >= MAX_CLAIMS:

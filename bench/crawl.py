@@ -42,10 +42,13 @@ less than the wall-clock one. Goals (issue 14): first crawl
 fresh store), writes the profile to FILE and prints the costliest functions; then the
 same for its all-due re-crawl of that store (to FILE with the suffix ``.again.prof``).
 
-``--callgrind`` then counts the instructions of plain Scrapy's first crawl and of the
-add-on's first crawl and all-due re-crawl (each under ``valgrind --tool=callgrind``, on
-a fresh store; slow: use ``--pages 600``). Instruction counts do not move with the
-machine's load the way seconds do: the difference per page is the add-on's cost.
+``--callgrind`` then counts the instructions of each crawl of a run under ``valgrind
+--tool=callgrind`` (on fresh stores; slow: use ``--pages 600``), and of the add-on's two
+crawls with provider signals and the visit log off (the features a throughput goal
+could be bought with). Instruction counts do not move with the machine's load the way
+seconds do: it prints them per page, plain Scrapy's count over each crawl's (the
+throughput ratio if time followed the instructions) and the most the add-on may cost
+per page for each goal.
 
 Usage::
 
@@ -125,36 +128,38 @@ def settings(args: argparse.Namespace, work: Path | None) -> dict[str, Any]:
     return out
 
 
-def one_run(args: argparse.Namespace, server: Nginx, work: Path) -> dict[str, Measured]:
+def crawl_configs(
+    args: argparse.Namespace, server: Nginx, work: Path, store: Path
+) -> dict[str, dict[str, Any]]:
+    """The crawls of one run, in order, by name (the add-on's store is ``store``; the
+    floor's ``checks`` are filled in once the add-on's first crawl has run)."""
     spider = {"spider": "links", "start": [server.url("/index.html")]}
-    store = work / "fresh"
     least = {
         **settings(args, None),
         "SPIDER_MIDDLEWARES": {"bench.least_addon.LeastAddon": 40},
         "LEAST_ADDON_SQLITE": str(work / "least.sqlite"),
     }
-    out: dict[str, Measured] = {}
-    crawls: tuple[tuple[str, dict[str, Any]], ...] = (
-        ("plain first", {**spider, "settings": settings(args, None)}),
-        ("least first", {**spider, "settings": least}),
-        ("fresh first", {**spider, "settings": settings(args, store)}),
-        ("plain again", {**spider, "settings": settings(args, None)}),
-        (
-            "fresh again",
-            {**spider, "settings": settings(args, store), "clock_offset": MONTH},
-        ),
-        (
-            "scrapy checks",
-            {
-                **spider,
-                "spider": "checks",
-                "settings": {
-                    **settings(args, None),
-                    "DOWNLOADER_MIDDLEWARES": {"tests.realsite_runner.DropNotModified": 540},
-                },
+    return {
+        "plain first": {**spider, "settings": settings(args, None)},
+        "least first": {**spider, "settings": least},
+        "fresh first": {**spider, "settings": settings(args, store)},
+        "plain again": {**spider, "settings": settings(args, None)},
+        "fresh again": {**spider, "settings": settings(args, store), "clock_offset": MONTH},
+        "scrapy checks": {
+            **spider,
+            "spider": "checks",
+            "settings": {
+                **settings(args, None),
+                "DOWNLOADER_MIDDLEWARES": {"tests.realsite_runner.DropNotModified": 540},
             },
-        ),
-    )
+        },
+    }
+
+
+def one_run(args: argparse.Namespace, server: Nginx, work: Path) -> dict[str, Measured]:
+    store = work / "fresh"
+    out: dict[str, Measured] = {}
+    crawls = crawl_configs(args, server, work, store).items()
     for name, config in crawls:
         if name == "scrapy checks":
             config["checks"] = validators(store)
@@ -286,26 +291,16 @@ def profiled(
     return float(getattr(pstats.Stats(str(out)), "total_tt", 0.0))
 
 
-def counted(
-    args: argparse.Namespace, server: Nginx, work: Path, name: str, fresh: bool,
-    clock_offset: float = 0.0,
-) -> int:  # fmt: skip
-    """One crawl under ``valgrind --tool=callgrind``: the instructions it executed (the
-    add-on's store is ``work/counted``, as in :func:`profiled`)."""
+def counted(args: argparse.Namespace, work: Path, name: str, config: dict[str, Any]) -> int:
+    """One crawl under ``valgrind --tool=callgrind``: the instructions it executed."""
     import json
     import re
 
-    config: dict[str, Any] = {
-        "spider": "links",
-        "start": [server.url("/index.html")],
-        "settings": {
-            **settings(args, work / "counted" if fresh else None),
-            "DOWNLOAD_TIMEOUT": 600,  # about 50 times slower under valgrind
-        },
+    config = {
+        **config,
+        "settings": {**config["settings"], "DOWNLOAD_TIMEOUT": 600},  # ~50x slower
         "output": str(work / f"{name}.json"),
     }
-    if clock_offset:
-        config["clock_offset"] = clock_offset
     config_path = work / f"{name}.config.json"
     config_path.write_text(json.dumps(config))
     env = dict(os.environ)
@@ -322,22 +317,52 @@ def counted(
     return int(found.group(1))
 
 
+#: The add-on with the features a throughput goal could be bought with switched off.
+LEAN = {"FRESH_PROVIDER_SIGNALS": False, "FRESH_VISIT_LOG": ""}
+COUNTED = (
+    ("plain first", "plain Scrapy, first crawl"),
+    ("least first", "the least add-on, first crawl"),
+    ("fresh first", "scrapy_fresh, first crawl"),
+    ("lean first", "  without provider signals and visit log"),
+    ("plain again", "plain Scrapy, full re-crawl"),
+    ("fresh again", "scrapy_fresh, all-due re-crawl (304s)"),
+    ("lean again", "  without provider signals and visit log"),
+    ("scrapy checks", "Scrapy alone re-checking (the floor)"),
+)
+
+
 def instructions(args: argparse.Namespace, server: Nginx, work: Path) -> None:
-    """Print the instructions of plain Scrapy's first crawl and of the add-on's first
-    crawl and all-due re-crawl, and the add-on's difference per page."""
+    """Count the instructions of every crawl of a run, and of the add-on's two crawls
+    with :data:`LEAN` settings; print them per page and as ratios to plain Scrapy's
+    (plain Scrapy's count over the crawl's: the throughput ratio if time followed the
+    instructions). Unlike seconds, the counts do not move with the machine's load."""
     work.mkdir(parents=True, exist_ok=True)
-    plain = counted(args, server, work, "plain-first", fresh=False)
-    first = counted(args, server, work, "fresh-first", fresh=True)
-    again = counted(args, server, work, "fresh-again", fresh=True, clock_offset=MONTH)
+    configs = crawl_configs(args, server, work, work / "fresh")
+    lean = settings(args, work / "lean")
+    configs["lean first"] = {**configs["fresh first"], "settings": {**lean, **LEAN}}
+    configs["lean again"] = {**configs["fresh again"], "settings": {**lean, **LEAN}}
+    counts: dict[str, int] = {}
+    for name, _ in COUNTED:
+        if name == "scrapy checks":
+            configs[name]["checks"] = validators(work / "fresh")
+        counts[name] = counted(args, work, name.replace(" ", "-"), configs[name])
     pages = args.pages + 1  # and the index
     print(f"\nInstructions (callgrind, {pages} pages; start-up included):")
-    for label, count in (
-        ("plain Scrapy, first crawl", plain),
-        ("scrapy_fresh, first crawl", first),
-        ("scrapy_fresh, all-due re-crawl", again),
-    ):
-        print(f"  {label:31} {count / 1e9:7.2f} G ({count / pages / 1e6:.1f} M per page)")
-    print(f"  the add-on's first crawl: {(first - plain) / pages / 1e6:+.2f} M per page")
+    print("| crawl | G | M per page | plain Scrapy's / this |")
+    print("|---|---:|---:|---:|")
+    for name, label in COUNTED:
+        base = counts["plain again" if "again" in name or "checks" in name else "plain first"]
+        count = counts[name]
+        print(f"| {label} | {count / 1e9:.2f} | {count / pages / 1e6:.1f} | {base / count:.2f}x |")
+    budget_first = counts["plain first"] * (1 / 0.95 - 1)
+    budget_again = counts["plain again"] / 3 - counts["scrapy checks"]
+    print(
+        f"\nper page: the add-on's first crawl costs "
+        f"{(counts['fresh first'] - counts['plain first']) / pages / 1e6:+.2f} M "
+        f"(goal 0.95x: at most {budget_first / pages / 1e6:+.2f} M); its re-crawl "
+        f"{(counts['fresh again'] - counts['scrapy checks']) / pages / 1e6:+.2f} M over "
+        f"the floor (goal 3x: at most {budget_again / pages / 1e6:+.2f} M)"
+    )
 
 
 def profile(args: argparse.Namespace, server: Nginx, work: Path, out: Path) -> None:

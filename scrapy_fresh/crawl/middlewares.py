@@ -59,10 +59,10 @@ __all__ = ["FreshDownloaderMiddleware", "FreshSpiderMiddleware", "NotModified"]
 
 logger = logging.getLogger(__name__)
 
-_HEADERS = ("etag", "last-modified", "content-length")
+_HEADERS = ("etag", "last-modified", "content-length", "date")
 #: A 304's headers handed on: the validators, and what it says of the copy's lifetime
 #: (RFC 9111, Section 4.3.4: a 304 freshens the stored response).
-_ANSWER_HEADERS = (*_HEADERS, "cache-control", "expires", "date", "age")
+_ANSWER_HEADERS = (*_HEADERS, "cache-control", "expires", "age")
 
 
 class NotModified(IgnoreRequest):

@@ -7,10 +7,12 @@ clock moves. After every step (DESIGN.md, invariants):
 
 * no committed visit is missing from the store or overwritten by an older state;
 * no store write was refused as a regression (nothing tried to);
-* no page is handed out twice in one run;
-* at the end of a run every URL seen in it was fetched, unless its record says it was
-  not due (the first run, on an empty store, fetches every URL it sees, as plain Scrapy
-  does);
+* no page is handed out twice in one run (but for the redirects of its request);
+* at the end of a run every URL seen in it was fetched, or reached by a redirect, unless
+  its record says it was not due (the first run, on an empty store, fetches every URL it
+  sees, as plain Scrapy does);
+* a redirect to a URL the run has already seen is dropped, as Scrapy's dupefilter drops
+  it; its source page is recorded ``blocked``;
 * a page that goes (404/410) is told gone once per disappearance (per last good visit),
   across runs and given-back leases.
 """
@@ -92,6 +94,8 @@ class CrawlRecords(RuleBasedStateMachine):
         self.scheduler.open(crawler.spider)
         self.opened_at = self.now
         self.handed: dict[str, int] = {}
+        self.continued: dict[str, int] = {}  # redirects taken, by the source's key
+        self.redirected: set[str] = set()  # keys reached by a redirect
         self.inflight: list[Request] = []
         self.seen: set[str] = set()
         self.runs += 1
@@ -127,7 +131,8 @@ class CrawlRecords(RuleBasedStateMachine):
             assert last is not None
             assert last.next_due <= self.now, f"{request.url} handed out before due"
         else:
-            assert self.handed[key] == 1, f"{request.url} handed out twice in one run"
+            allowed = 1 + self.continued.get(key, 0)
+            assert self.handed[key] <= allowed, f"{request.url} handed out twice in one run"
         self.inflight.append(request)
         return True
 
@@ -149,10 +154,8 @@ class CrawlRecords(RuleBasedStateMachine):
             runtime.visits.record_fetch(
                 meta, fingerprint, headers={"etag": f'"{fingerprint}"'}, content_length=10
             )
-        state = runtime.store.get(meta["fresh_key"])
-        assert state is not None
-        self.committed[state.key] = (state.visits, state.last_crawl, state.fingerprint, state.etag)
-        n = KEYS.index(state.key)
+        self._note(meta["fresh_key"])
+        n = KEYS.index(meta["fresh_key"])
         for i, target in enumerate(self.links[n]):  # the page's links, with fragments
             self._enqueue(target, FRAGMENTS[i % len(FRAGMENTS)], i)
 
@@ -161,6 +164,40 @@ class CrawlRecords(RuleBasedStateMachine):
           fingerprint=st.sampled_from([0, 0xFFFF, 0xFFFF_0000_0000]))  # fmt: skip
     def complete(self, index: int, kind: int, fingerprint: int) -> None:
         self._complete(index, kind, fingerprint)
+
+    def _note(self, key: str) -> None:
+        state = self.runtime.store.get(key)
+        assert state is not None
+        self.committed[state.key] = (state.visits, state.last_crawl, state.fingerprint, state.etag)
+
+    @precondition(lambda self: bool(self.inflight))
+    @rule(index=st.integers(0, 50), to=st.integers(0, N_PAGES - 1))
+    def redirect(self, index: int, to: int) -> None:
+        """The server redirects an in-flight request, as Scrapy's RedirectMiddleware
+        sends it on: the same meta, the URLs so far in ``redirect_urls``."""
+        assert self.scheduler is not None
+        request = self.inflight.pop(index % len(self.inflight))
+        key = request.meta["fresh_key"]
+        urls = [*request.meta.get("redirect_urls", []), request.url]
+        moved = request.replace(url=URLS[to], meta={**request.meta, "redirect_urls": urls})
+        # A redirect to the URL being fetched (a loop through a cookie, say) goes on.
+        seen = KEYS[to] in self.handed or KEYS[to] in self.redirected
+        already = (
+            KEYS[to] != key
+            and moved.url != request.url
+            and (seen or KEYS[to] in self.runtime.leases)
+        )
+        dropped = self.crawler.stats.get_value("fresh/requests/duplicate_redirect", 0)
+        taken = self.scheduler.enqueue_request(moved)
+        assert taken is not already, (request.url, moved.url)
+        if taken:
+            self.continued[key] = self.continued.get(key, 0) + 1
+            self.redirected.add(KEYS[to])
+        else:  # recorded blocked: looked at again in FRESH_MAX_REFRESH_SECS
+            stats = self.crawler.stats
+            assert stats.get_value("fresh/requests/duplicate_redirect") == dropped + 1
+            assert key not in self.runtime.leases
+            self._note(key)
 
     @rule(secs=st.sampled_from([1.0, 120.0, 4000.0]))
     def advance(self, secs: float) -> None:
@@ -183,10 +220,12 @@ class CrawlRecords(RuleBasedStateMachine):
         assert self.scheduler is not None
         self.runtime.flush_new()
         records = self.runtime.store.get_many(self.seen)
-        for key in self.seen:
-            state = records[key]
-            fetched = self.handed.get(key, 0) >= 1
-            assert fetched or (self.runs > 1 and state.next_due > self.opened_at), state.url
+        for key in self.seen:  # a URL reached by a redirect is recorded as its source
+            fetched = self.handed.get(key, 0) >= 1 or key in self.redirected
+            state = records.get(key)
+            assert fetched or (
+                state is not None and self.runs > 1 and state.next_due > self.opened_at
+            ), key
         self.scheduler.close("finished")
         self.now += 5000.0
         self._start_run()

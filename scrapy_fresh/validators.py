@@ -23,6 +23,7 @@ __all__ = [
     "Check",
     "HostChecks",
     "head_verdict",
+    "kept_validators",
     "length_full_due",
     "length_full_gap",
     "parse_content_length",
@@ -92,6 +93,40 @@ def usable_etag(value: str | None) -> bool:
     (True, True, False, False)
     """
     return bool(value) and _ETAG.match(value or "") is not None
+
+
+def kept_validators(
+    etag: str | None, last_modified: str | None, date: str | None
+) -> tuple[str | None, str | None]:
+    """The validators of an answer worth keeping for the next conditional request.
+
+    An answer sent in the second its copy was last modified (``Last-Modified`` equal to
+    ``Date``, to the second) cannot be told by whole-second validators from an edit
+    later in that second, which would then be answered 304 until the page changed
+    again. RFC 9110, Section 8.8.2.2, calls such a ``Last-Modified`` weak: it is not
+    kept. Nor is an ETag made of that second: a weak one (Apache weakens its ETag
+    then) or one that carries the second in hex (nginx: ``"<mtime>-<length>"``). A
+    strong ETag of another kind (a hash of the content) is kept.
+
+    >>> kept_validators('"6567e7c0-1a2b"', "Thu, 30 Nov 2023 01:39:12 GMT",
+    ...                 "Thu, 30 Nov 2023 01:39:12 GMT")
+    (None, None)
+    >>> kept_validators('"a1b2c3"', "Thu, 30 Nov 2023 01:39:12 GMT",
+    ...                 "Thu, 30 Nov 2023 01:39:12 GMT")
+    ('"a1b2c3"', None)
+    >>> kept_validators('"6567e7c0-1a2b"', "Thu, 30 Nov 2023 01:39:12 GMT",
+    ...                 "Thu, 30 Nov 2023 01:39:13 GMT")
+    ('"6567e7c0-1a2b"', 'Thu, 30 Nov 2023 01:39:12 GMT')
+    """
+    if not last_modified or not date:
+        return etag, last_modified
+    modified, sent = parse_http_date(last_modified), parse_http_date(date)
+    if modified is None or sent is None or int(modified) != int(sent):
+        return etag, last_modified
+    second = f"{int(modified):x}"
+    if etag and not etag.startswith("W/") and second not in etag.strip('"').lower().split("-"):
+        return etag, None
+    return None, None
 
 
 def parse_content_length(value: str | None) -> int | None:

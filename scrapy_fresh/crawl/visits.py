@@ -23,7 +23,12 @@ from scrapy_fresh.frontier.revisit import record_visit
 from scrapy_fresh.outcome import Outcome
 from scrapy_fresh.providers.meta import declared_update
 from scrapy_fresh.store.base import PageState, SiteState, Status
-from scrapy_fresh.validators import HostChecks, parse_content_length, parse_http_date
+from scrapy_fresh.validators import (
+    HostChecks,
+    kept_validators,
+    parse_content_length,
+    parse_http_date,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, MutableMapping
@@ -77,18 +82,6 @@ def _add_counts(stored: Mapping[str, Any], delta: Mapping[str, int]) -> dict[str
         total = max(0, out.get(name, 0) + value)
         out[name] = min(total, 1) if name == "lying" else total
     return out
-
-
-def _same_second(last_modified: str | None, date: str | None) -> bool:
-    """Whether an answer was sent in the second its copy was last modified: validators
-    made of whole seconds (Last-Modified; nginx's ETag is the modification time and the
-    size) cannot tell it from an edit later in that second, which would then be answered
-    304 until the page changed again. RFC 9110, Section 8.8.2.2, calls such a
-    Last-Modified weak; the copy is judged, its validators are not kept."""
-    if not last_modified or not date:
-        return False
-    modified, sent = parse_http_date(last_modified), parse_http_date(date)
-    return modified is not None and sent is not None and int(modified) == int(sent)
 
 
 class VisitRecorder:
@@ -401,9 +394,11 @@ class VisitRecorder:
         state.kept_items = content.kept
         state.etag = etag
         state.last_modified = last_modified.strip() if last_modified else None
-        if _same_second(state.last_modified, headers.get("date")):
-            state.etag = state.last_modified = None  # the next visit downloads it in full
-            self.runtime.stat("fresh/validators_same_second")
+        if state.last_modified is not None:  # an answer of the second of the last edit
+            kept = kept_validators(state.etag, state.last_modified, headers.get("date"))
+            if kept != (state.etag, state.last_modified):
+                state.etag, state.last_modified = kept
+                self.runtime.stat("fresh/validators_same_second")
         state.content_length = length if length is not None else content_length
         if outcome is Outcome.CHANGED and verdict.magnitude is not None:
             self.runtime.stat("fresh/changed_bits", verdict.magnitude)

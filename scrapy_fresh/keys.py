@@ -73,14 +73,14 @@ def url_key(url: str, method: str = "GET", body: bytes = b"") -> str:
     >>> len(url_key("http://example.com/"))
     40
     """
-    if type(url) is str and type(method) is str and type(body) is bytes:
-        return _cached_key(url, method, body)
+    if not body and type(url) is str and type(method) is str:
+        return _bodiless_key(url, method)  # a body (a POST's, any size) is never cached
     return _key(url, method, body)
 
 
 @lru_cache(maxsize=8192)  # a link-dense site links the same URLs from page after page
-def _cached_key(url: str, method: str, body: bytes) -> str:
-    return _key(url, method, body)
+def _bodiless_key(url: str, method: str) -> str:
+    return _key(url, method, b"")
 
 
 def _key(url: str, method: str, body: bytes) -> str:

@@ -100,13 +100,14 @@ def kept_validators(
 ) -> tuple[str | None, str | None]:
     """The validators of an answer worth keeping for the next conditional request.
 
-    An answer sent in the second its copy was last modified (``Last-Modified`` equal to
-    ``Date``, to the second) cannot be told by whole-second validators from an edit
-    later in that second, which would then be answered 304 until the page changed
-    again. RFC 9110, Section 8.8.2.2, calls such a ``Last-Modified`` weak: it is not
-    kept. Nor is an ETag made of that second: a weak one (Apache weakens its ETag
-    then) or one that carries the second in hex (nginx: ``"<mtime>-<length>"``). A
-    strong ETag of another kind (a hash of the content) is kept.
+    An answer sent in the second its copy was last modified, or before it (the file's
+    time ahead of the server's clock), cannot be told by whole-second validators from
+    an edit later in that second, which would then be answered 304 until the page
+    changed again. RFC 9110, Section 8.8.2.2, calls a ``Last-Modified`` strong only
+    when ``Date`` is at least a second later: one that is not is not kept. Nor is an
+    ETag made of that second: a weak one (Apache weakens its ETag then) or one that
+    carries the second in hex (nginx: ``"<mtime>-<length>"``). A strong ETag of another
+    kind (a hash of the content) is kept.
 
     >>> kept_validators('"6567e7c0-1a2b"', "Thu, 30 Nov 2023 01:39:12 GMT",
     ...                 "Thu, 30 Nov 2023 01:39:12 GMT")
@@ -115,13 +116,16 @@ def kept_validators(
     ...                 "Thu, 30 Nov 2023 01:39:12 GMT")
     ('"a1b2c3"', None)
     >>> kept_validators('"6567e7c0-1a2b"', "Thu, 30 Nov 2023 01:39:12 GMT",
+    ...                 "Thu, 30 Nov 2023 01:39:11 GMT")  # the file's clock is ahead
+    (None, None)
+    >>> kept_validators('"6567e7c0-1a2b"', "Thu, 30 Nov 2023 01:39:12 GMT",
     ...                 "Thu, 30 Nov 2023 01:39:13 GMT")
     ('"6567e7c0-1a2b"', 'Thu, 30 Nov 2023 01:39:12 GMT')
     """
     if not last_modified or not date:
         return etag, last_modified
     modified, sent = parse_http_date(last_modified), parse_http_date(date)
-    if modified is None or sent is None or int(modified) != int(sent):
+    if modified is None or sent is None or int(modified) < int(sent):
         return etag, last_modified
     second = f"{int(modified):x}"
     if etag and not etag.startswith("W/") and second not in etag.strip('"').lower().split("-"):

@@ -180,8 +180,9 @@ class CrawlRecords(RuleBasedStateMachine):
         key = request.meta["fresh_key"]
         urls = [*request.meta.get("redirect_urls", []), request.url]
         moved = request.replace(url=URLS[to], meta={**request.meta, "redirect_urls": urls})
-        # A redirect to the URL being fetched (a loop through a cookie, say) goes on.
-        seen = KEYS[to] in self.handed or KEYS[to] in self.redirected
+        # A redirect to the URL being fetched (a loop through a cookie, say) goes on; one
+        # to a URL this run has seen (found, leased, fetched, reached) is dropped.
+        seen = KEYS[to] in self.seen or KEYS[to] in self.handed or KEYS[to] in self.redirected
         already = (
             KEYS[to] != key
             and moved.url != request.url

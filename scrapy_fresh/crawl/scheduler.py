@@ -324,7 +324,7 @@ class FreshScheduler(BaseScheduler):
                 if (
                     target in self.runtime.leases
                     or target in records.settled
-                    or (target in records.pending)
+                    or target in records.pending
                 ):
                     self.runtime.stat("fresh/requests/duplicate_redirect")
                     self.runtime.visits.record_outcome({"fresh_key": lease.key}, Outcome.BLOCKED)
@@ -790,13 +790,8 @@ class FreshScheduler(BaseScheduler):
             return request
 
     def _rebuild(self, lease: Lease) -> Request | None:
-        state = lease.state  # the record as admitted (:meth:`admit`), else read now
-        if state is None:
-            try:
-                state = self.runtime.records.lookup(lease.key)
-            except StoreError as exc:
-                self.runtime.store_error("read", exc, lease.url)
-                state = None
+        # The record as admitted (:meth:`admit`), else read now.
+        state = lease.state if lease.state is not None else self._lookup(lease.key, lease.url)
         if state is None:
             self.runtime.leases.pop(lease.key, None)
             return None

@@ -149,6 +149,10 @@ def test_bytes_str_and_encodings_agree() -> None:
     assert (
         digest(page) == digest(page.encode("utf-8")) == digest(page.encode("latin-1"), "latin-1")
     )
+    # What Scrapy's response.encoding says for "Content-Type: text/html; charset=base64"
+    # (no text encoding: Scrapy's response.text raises) is ignored, not an error.
+    for codec in ("base64", "rot-13", "punycode"):
+        assert digest(page.encode("utf-8"), codec) == digest(page.encode("utf-8"))
 
 
 @pytest.mark.parametrize("junk", [b"", b"\x00\xff\xfe garbage", "<p>\ud800</p>", "   "])

@@ -706,6 +706,20 @@ def test_html_to_text_encodings():
     assert html_to_text("<p>str</p>", "utf-16") == "str"  # encoding ignored for str
 
 
+@pytest.mark.parametrize("codec", ["base64", "rot13", "hex", "zlib", "uu", "punycode", "idna"])
+def test_a_charset_that_is_not_a_text_encoding_is_ignored(codec: str) -> None:
+    # A server's header or a page's <meta> may name a codec Python has that does not
+    # decode text (bytes to bytes, or no error handler): read as if it named none,
+    # where Scrapy's response.text raises. The edit stays visible.
+    body = b"<p>M\xfcller 12 EUR</p>"
+    assert html_to_text(body, codec) == html_to_text(body) == "M\uf7fcller 12 EUR"
+    declared = b"<meta charset='" + codec.encode() + b"'>" + body
+    assert html_to_text(declared) == "M\uf7fcller 12 EUR"
+    assert html_to_text(body.replace(b"12", b"13"), codec) != html_to_text(body, codec)
+    latin = b"<meta charset=latin-1>" + body
+    assert html_to_text(latin, codec) == "M\xfcller 12 EUR"  # the page's own declaration
+
+
 def test_html_to_text_hostile_documents():
     assert html_to_text("") == html_to_text(b"") == html_to_text("   ") == ""
     assert html_to_text("<!-- only a comment -->") == ""

@@ -194,14 +194,27 @@ def _decode_with_codec(html: str | bytes, encoding: str | None) -> tuple[str, st
     bom_encoding, bom = read_bom(html)
     if bom_encoding is not None and bom is not None:
         return _to_text(html[len(bom) :], bom_encoding), bom_encoding
-    if encoding is not None:
-        name = _resolve(encoding)
-    else:
+    name = _resolve(encoding) if encoding is not None else None
+    if name is None or not _decodes(name):  # (a charset=base64 header: as if none)
         declared = html_body_declared_encoding(html)
         # A declaration readable as ASCII cannot be UTF-16/32 (WHATWG: use UTF-8 instead).
         name = "utf-8" if declared is None or declared.startswith("utf-16") else declared
-        name = "utf-8" if name.startswith("utf-32") else name
+        name = "utf-8" if name.startswith("utf-32") or not _decodes(name) else name
     return _to_text(html, name), name
+
+
+@functools.lru_cache(maxsize=64)
+def _decodes(name: str) -> bool:
+    """Whether codec ``name`` turns any bytes into text with :func:`_keep_bytes`.
+    ``base64``, ``rot13`` or ``zlib`` turn bytes into bytes, ``punycode`` and ``idna``
+    take no error handler: a page or header that names one is decoded as if it named
+    none, as a browser ignores a label that is not a text encoding (WHATWG Encoding,
+    "get an encoding")."""
+    try:
+        bytes(range(256)).decode(name, _KEEP_BYTES)
+    except (LookupError, UnicodeError, ValueError, TypeError):
+        return False
+    return True
 
 
 @functools.lru_cache(maxsize=64)

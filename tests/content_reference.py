@@ -146,5 +146,5 @@ def digest(
     html: str | bytes, encoding: str | None = None, rules: ContentRules = content.DEFAULT_RULES
 ) -> Digest:
     text = content_text(html, encoding, rules)
-    exact = int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "big")
-    return Digest(exact, fingerprint_text(text))
+    hashed = int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=6).digest(), "big")
+    return Digest(rules.scheme << content.HASH_BITS | hashed, fingerprint_text(text))

@@ -293,7 +293,10 @@ def main(path: str) -> None:
     measures = Measures() if config.get("measure") else None
     settings = {**BASE_SETTINGS, **config.get("settings", {})}
     if "ADDONS" in settings:  # shift the clock scrapy_fresh reads (tests/crawl_runner.py)
-        settings["EXTENSIONS"] = {**settings.get("EXTENSIONS", {}), "tests.crawl_runner.ClockOffset": 0}
+        settings["EXTENSIONS"] = {
+            **settings.get("EXTENSIONS", {}),
+            "tests.crawl_runner.ClockOffset": 0,
+        }
         settings["TEST_FRESH_CLOCK_OFFSET"] = config.get("clock_offset", 0.0)
     process = CrawlerProcess(settings)
     crawler = process.create_crawler(SPIDERS[config["spider"]])

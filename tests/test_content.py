@@ -17,6 +17,7 @@ from scrapy_fresh.fingerprint.content import (
     ContentRules,
     content_text,
     digest,
+    digest_scheme,
     normalize_text,
 )
 from scrapy_fresh.fingerprint.shingles import hamming
@@ -468,3 +469,59 @@ def test_undecodable_bytes_keep_their_difference() -> None:
     before = page.format("M\u00fcller").encode("latin-1")
     after = page.format("M\u00f6ller").encode("latin-1")
     assert digest(before, "utf-8") != digest(after, "utf-8")
+
+
+# --- digests of other schemes: an upgrade or a rules change floods nobody --------------
+
+
+def test_a_digest_made_by_other_rules_or_an_older_version_is_not_compared_exactly() -> None:
+    """A price watcher who changes FRESH_CONTENT_EXCLUDE, or upgrades to a new
+    CONTENT_VERSION, must not see every page "changed" on its next download: the
+    digests' scheme tags differ, so the simhash distance decides, once."""
+    from scrapy_fresh.fingerprint.verdict import PageContent, judge
+    from scrapy_fresh.store.base import PageState
+
+    text = "".join(
+        f"<p>Widget {n} is a sturdy thing for every kitchen shelf.</p>" for n in range(40)
+    )
+    page = _page(f"<p class='price'>12.50 EUR</p>{text}<div class='related'>Also: Gadget</div>")
+    before = digest(page)
+    stored = PageState(
+        "0" * 40, "http://shop.test/w", last_crawl=1.0, fingerprint=before.simhash,
+        content_hash=before.exact,
+    )  # fmt: skip
+
+    def verdict(found: object) -> tuple[bool, str]:
+        v = judge(stored, PageContent(found.simhash, digest=found.exact), 3)  # type: ignore[attr-defined]
+        return v.changed, v.basis
+
+    narrow = ContentRules.build(exclude=[".related"])
+    assert digest_scheme(digest(page, rules=narrow).exact) != digest_scheme(before.exact)
+    assert verdict(digest(page, rules=narrow)) == (False, "simhash")  # other rules, same page
+    assert verdict(digest(page)) == (False, "digest")
+    assert verdict(digest(page.replace("12.50", "12.60"))) == (True, "digest")  # same rules
+    # A record written by CONTENT_VERSION 3: a plain 64-bit hash of the text, no tag.
+    import hashlib
+
+    old = hashlib.blake2b(content_text(page).encode("utf-8"), digest_size=8).digest()
+    stored.content_hash = int.from_bytes(old, "big")
+    assert digest_scheme(stored.content_hash) != DEFAULT_RULES.scheme
+    assert verdict(before) == (False, "simhash")
+    stored.content_hash = before.exact  # written again by this visit: exact from now on
+    assert verdict(digest(page.replace("12.50", "12.60"))) == (True, "digest")
+
+
+def test_the_scheme_tag_names_the_version_and_every_rule() -> None:
+    tags = {
+        DEFAULT_RULES.scheme,
+        ContentRules.build(include=["main"]).scheme,
+        ContentRules.build(exclude=["aside"]).scheme,
+        ContentRules.build(ignore=[r"\d+ in stock"]).scheme,
+        ContentRules.build(noise=["dates"]).scheme,
+    }
+    assert len(tags) == 5
+    assert (
+        ContentRules.build(exclude=["aside"]).scheme
+        == ContentRules.build(exclude=["aside"]).scheme
+    )
+    assert all(0 <= tag < 1 << 16 for tag in tags)

@@ -347,6 +347,8 @@ class VisitRecorder:
         )
         self.listed_updates.discard(state.key)
         verdict = judge(state, content, self.runtime.config.fingerprint_threshold_bits)
+        if verdict.basis == "simhash" and None not in (content.digest, state.content_hash):
+            self.runtime.stat("fresh/digest_scheme_changed")  # an upgrade, or other rules
         text_changed = verdict.changed and not verdict.new
         if verdict.new:
             outcome = Outcome.NEW

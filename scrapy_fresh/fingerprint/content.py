@@ -54,18 +54,24 @@ __all__ = [
     "BOILERPLATE_SELECTORS",
     "CONTENT_VERSION",
     "DEFAULT_RULES",
+    "HASH_BITS",
     "NOISE_RULES",
     "PAGE_FURNITURE_SELECTORS",
     "ContentRules",
     "Digest",
     "content_text",
     "digest",
+    "digest_scheme",
     "normalize_text",
 ]
 
-#: Bumped whenever the extraction, a default or a rule changes, so that stored digests
-#: made by an older scheme can be told apart (they would all look changed once).
-CONTENT_VERSION: Final = 3
+#: Bumped whenever the extraction, a default or a rule changes. It is part of every
+#: digest's scheme tag (:func:`digest_scheme`): a digest made by an older version is not
+#: compared with a new one, so an upgrade does not make every page look changed once.
+CONTENT_VERSION: Final = 4
+#: The low bits of :attr:`Digest.exact` that hash the text; the 16 above them are the
+#: scheme tag (:func:`digest_scheme`).
+HASH_BITS: Final = 48
 
 #: Furniture dropped from the content wherever it is, unless the user names what to
 #: include: navigation, search forms, breadcrumbs, cookie banners, ad slots and
@@ -420,11 +426,17 @@ class ContentRules:
     noise: tuple[str, ...] = tuple(NOISE_RULES)
     _ignore: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
     _noise: tuple[_Compiled, ...] = field(init=False, repr=False, compare=False)
+    #: 16 bits naming :data:`CONTENT_VERSION` and these rules: the top of every
+    #: :attr:`Digest.exact` made with them (:func:`digest_scheme`).
+    scheme: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # Compiled once; build() has validated the values with their sources' names.
         object.__setattr__(self, "_ignore", _check_patterns(self.ignore, "ignore"))
         object.__setattr__(self, "_noise", _noise_steps(self.noise))
+        named = repr((CONTENT_VERSION, self.include, self.exclude, self.ignore, self.noise))
+        tag = hashlib.blake2b(named.encode("utf-8"), digest_size=2).digest()
+        object.__setattr__(self, "scheme", int.from_bytes(tag, "big"))
 
     @classmethod
     def build(
@@ -825,7 +837,9 @@ def separate_xml(text: str) -> str:
 class Digest(NamedTuple):
     """A page's digest: ``exact`` decides "changed", ``simhash`` says how much."""
 
-    #: 64-bit BLAKE2b of the normalised content text: the page changed iff it differs.
+    #: 48-bit BLAKE2b of the normalised content text under the 16-bit scheme tag of the
+    #: rules that made it (:func:`digest_scheme`): of two digests with the same tag, the
+    #: page changed iff they differ.
     exact: int
     #: :func:`~scrapy_fresh.fingerprint.shingles.fingerprint_text` of the same text: compare two
     #: with :func:`~scrapy_fresh.fingerprint.shingles.hamming` for the size of a change.
@@ -849,5 +863,21 @@ def digest(
     False
     """
     text = content_text(html, encoding, rules)
-    exact = int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "big")
-    return Digest(exact, fingerprint_text(text))
+    hashed = int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=6).digest(), "big")
+    return Digest(rules.scheme << HASH_BITS | hashed, fingerprint_text(text))
+
+
+def digest_scheme(exact: int) -> int:
+    """The scheme tag of a :attr:`Digest.exact` (:attr:`ContentRules.scheme`): two digests
+    of one page say whether it changed only when their tags are equal. Otherwise the
+    extraction (:data:`CONTENT_VERSION`) or the user's rules changed between them, and the
+    verdict falls back on the simhash distance (:func:`~scrapy_fresh.fingerprint.verdict.judge`).
+
+    >>> page = "<main><p>Widget 12.50 EUR</p><aside>Also 3.10</aside></main>"
+    >>> digest_scheme(digest(page).exact) == DEFAULT_RULES.scheme
+    True
+    >>> narrow = ContentRules.build(exclude=["aside"])
+    >>> digest_scheme(digest(page, rules=narrow).exact) == DEFAULT_RULES.scheme
+    False
+    """
+    return exact >> HASH_BITS

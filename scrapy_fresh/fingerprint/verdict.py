@@ -11,14 +11,19 @@ One verdict per page (:func:`judge`), in this order:
    page's own markup -- its sidebar, its footer, its render time -- is not looked at.
 3. A page that yields no item (or none with a counted field) is judged by its content
    digest (:attr:`PageContent.digest`: an exact hash of the page's normalised main
-   content) when both visits have one; a page whose items went away is *changed*.
+   content) when both visits have one made by the same scheme
+   (:func:`~scrapy_fresh.fingerprint.content.digest_scheme`: the same
+   :data:`~scrapy_fresh.fingerprint.content.CONTENT_VERSION` and content rules); a page
+   whose items went away is *changed*.
 4. Otherwise -- a record written before per-field hashes and content digests existed
-   (store schema 2 and older), or a page without a digest -- by the simhash distance,
+   (store schema 2 and older), a page without a digest, or a digest made by another
+   version or other content rules (an upgrade, or a ``FRESH_CONTENT_*`` setting the user
+   changed: the text compared would differ on every page) -- by the simhash distance,
    more than :setting:`FRESH_FINGERPRINT_THRESHOLD_BITS` bits (the former verdict).
 
 The simhash (:attr:`PageContent.simhash`) is always stored (``PageState.fingerprint``)
 and its distance to the previous one is the verdict's :attr:`~Verdict.magnitude`: how
-much changed, not whether. Standard library only, no Scrapy.
+much changed, not whether. No Scrapy.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from scrapy_fresh.fingerprint.content import digest_scheme
 from scrapy_fresh.fingerprint.itemfields import FieldRules, changed_fields, match_items
 from scrapy_fresh.fingerprint.shingles import changed as simhash_changed
 from scrapy_fresh.fingerprint.shingles import hamming
@@ -122,8 +128,14 @@ def judge(state: PageState, content: PageContent, threshold_bits: int) -> Verdic
         )
     if items is None and old_items:
         return Verdict(False, True, (), magnitude, "items")  # the items went away
-    if items is None and content.digest is not None and state.content_hash is not None:
-        return Verdict(False, content.digest != state.content_hash, (), magnitude, "digest")
+    stored = state.content_hash
+    if (
+        items is None
+        and content.digest is not None
+        and stored is not None
+        and digest_scheme(stored) == digest_scheme(content.digest)
+    ):
+        return Verdict(False, content.digest != stored, (), magnitude, "digest")
     changed = simhash_changed(state.fingerprint, content.simhash, threshold_bits)
     return Verdict(
         False, changed, _all_fields(items) if changed and items else (), magnitude, "simhash"

@@ -55,6 +55,8 @@ if TYPE_CHECKING:
     from scrapy.http import Response
     from typing_extensions import Self
 
+    from scrapy_fresh.crawl.schemes import ContentSchemes
+
 __all__ = ["FreshDownloaderMiddleware", "FreshSpiderMiddleware", "NotModified"]
 
 logger = logging.getLogger(__name__)
@@ -349,14 +351,25 @@ def item_text(item: Any, fields: tuple[str, ...] | None) -> str:
     return "\n".join(parts)
 
 
-def page_content(response: Response, rules: ContentRules = DEFAULT_RULES) -> PageContent:
+def page_content(
+    response: Response, rules: ContentRules = DEFAULT_RULES, schemes: ContentSchemes | None = None
+) -> PageContent:
     """What a page that yielded no item (with a counted field) shows of its content: the
     exact digest of its main content normalised by ``rules``, which decides
     (:func:`~scrapy_fresh.fingerprint.verdict.judge`), and the simhash of the same text, which
     measures how much changed (:func:`~scrapy_fresh.fingerprint.content.digest`; binary and
     mis-encoded bodies are decoded as the fingerprint decodes them)."""
-    found = digest(response.body, getattr(response, "encoding", None), rules)
-    return PageContent(found.simhash, digest=found.exact)
+    encoding = getattr(response, "encoding", None)
+    found = digest(response.body, encoding, rules)
+    if schemes is None:
+        return PageContent(found.simhash, digest=found.exact)
+    schemes.remember(rules)
+
+    def redigest(tag: int) -> int | None:  # a stored digest of other rules: by them
+        old = schemes.rules_of(tag)
+        return None if old is None else digest(response.body, encoding, old).exact
+
+    return PageContent(found.simhash, digest=found.exact, redigest=redigest)
 
 
 def _set_field(item: Any, name: str, value: Any) -> None:
@@ -492,7 +505,8 @@ class FreshSpiderMiddleware(_FreshComponent):
                 key_field=changes_config.item_key_field, kept=kept, values=values,
             )  # fmt: skip
         else:
-            content = page_content(response, self._content_rules(request.meta))
+            content_rules = self._content_rules(request.meta)
+            content = page_content(response, content_rules, self.runtime.schemes)
         result = self.runtime.visits.record_content(
             request.meta,
             content,

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy_fresh.changes.compare import logged_changes, told_changes
 from scrapy_fresh.changes.feed import GONE_NAMESPACE
 from scrapy_fresh.exceptions import StoreError
+from scrapy_fresh.fingerprint.content import digest_scheme
 from scrapy_fresh.fingerprint.verdict import PageContent, Verdict, judge
 from scrapy_fresh.frontier.revisit import record_visit
 from scrapy_fresh.outcome import Outcome
@@ -202,6 +203,17 @@ class VisitRecorder:
         finally:
             self.became_gone = False
 
+    def _count_scheme(self, state: PageState, content: PageContent, basis: str) -> None:
+        """Count a page whose stored digest another scheme made (other content rules, or
+        an upgrade: ``fresh/digest_scheme_changed``), and of those the ones judged by the
+        simhash, the rules being unknown (``fresh/digest_scheme_unknown``)."""
+        stored, found = state.content_hash, content.digest
+        if stored is None or found is None or digest_scheme(stored) == digest_scheme(found):
+            return
+        self.runtime.stat("fresh/digest_scheme_changed")
+        if basis == "simhash":
+            self.runtime.stat("fresh/digest_scheme_unknown")
+
     def _document_due(self, state: PageState, outcome: Outcome, now: float) -> None:
         """A spider's sitemap (:mod:`scrapy_fresh.crawl.documents`) that answered is due
         again within FRESH_MIN_REFRESH_SECS, whatever its own change rate: it is how the
@@ -347,8 +359,7 @@ class VisitRecorder:
         )
         self.listed_updates.discard(state.key)
         verdict = judge(state, content, self.runtime.config.fingerprint_threshold_bits)
-        if verdict.basis == "simhash" and None not in (content.digest, state.content_hash):
-            self.runtime.stat("fresh/digest_scheme_changed")  # an upgrade, or other rules
+        self._count_scheme(state, content, verdict.basis)
         text_changed = verdict.changed and not verdict.new
         if verdict.new:
             outcome = Outcome.NEW

@@ -15,11 +15,14 @@ One verdict per page (:func:`judge`), in this order:
    (:func:`~scrapy_fresh.fingerprint.content.digest_scheme`: the same
    :data:`~scrapy_fresh.fingerprint.content.CONTENT_VERSION` and content rules); a page
    whose items went away is *changed*.
+   A stored digest made by other content rules (the user changed a ``FRESH_CONTENT_*``
+   setting: the texts hashed differ on every page) is compared with the page digested
+   again by those rules (:attr:`PageContent.redigest`): still exact.
 4. Otherwise -- a record written before per-field hashes and content digests existed
-   (store schema 2 and older), a page without a digest, or a digest made by another
-   version or other content rules (an upgrade, or a ``FRESH_CONTENT_*`` setting the user
-   changed: the text compared would differ on every page) -- by the simhash distance,
-   more than :setting:`FRESH_FINGERPRINT_THRESHOLD_BITS` bits (the former verdict).
+   (store schema 2 and older), a page without a digest, or a digest whose rules cannot
+   be applied again (made by another ``CONTENT_VERSION``: an upgrade) -- by the simhash
+   distance, more than :setting:`FRESH_FINGERPRINT_THRESHOLD_BITS` bits (the former
+   verdict), that once.
 
 The simhash (:attr:`PageContent.simhash`) is always stored (``PageState.fingerprint``)
 and its distance to the previous one is the verdict's :attr:`~Verdict.magnitude`: how
@@ -37,7 +40,7 @@ from scrapy_fresh.fingerprint.shingles import changed as simhash_changed
 from scrapy_fresh.fingerprint.shingles import hamming
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
     from scrapy_fresh.store.base import PageState
 
@@ -64,6 +67,9 @@ class PageContent:
         (:func:`~scrapy_fresh.changes.compare.pack_items`), or None.
     :param values: the items' field values as the spider yielded them (what a change is
         told from: previous values, diffs), or empty (then what ``kept`` holds).
+    :param redigest: given the scheme tag of a stored digest that is not ``digest``'s,
+        the digest of this page made with that scheme's rules, or None when they are
+        not known (:class:`~scrapy_fresh.crawl.schemes.ContentSchemes`).
     """
 
     simhash: int
@@ -74,6 +80,7 @@ class PageContent:
     key_field: str | None = None
     kept: bytes | None = None
     values: tuple[Mapping[str, Any], ...] = ()
+    redigest: Callable[[int], int | None] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -129,13 +136,13 @@ def judge(state: PageState, content: PageContent, threshold_bits: int) -> Verdic
     if items is None and old_items:
         return Verdict(False, True, (), magnitude, "items")  # the items went away
     stored = state.content_hash
-    if (
-        items is None
-        and content.digest is not None
-        and stored is not None
-        and digest_scheme(stored) == digest_scheme(content.digest)
-    ):
-        return Verdict(False, content.digest != stored, (), magnitude, "digest")
+    if items is None and content.digest is not None and stored is not None:
+        digest = content.digest
+        if digest_scheme(stored) != digest_scheme(digest):  # other rules made it:
+            again = content.redigest(digest_scheme(stored)) if content.redigest else None
+            digest = digest if again is None else again  # ... digested again with them
+        if digest_scheme(stored) == digest_scheme(digest):
+            return Verdict(False, digest != stored, (), magnitude, "digest")
     changed = simhash_changed(state.fingerprint, content.simhash, threshold_bits)
     return Verdict(
         False, changed, _all_fields(items) if changed and items else (), magnitude, "simhash"

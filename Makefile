@@ -43,6 +43,7 @@ docs: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/fingerprint.py
 	$(BIN)/python bench/store.py
+	$(BIN)/python bench/visit_commits.py
 	$(BIN)/python bench/redis_frontier.py
 	$(BIN)/python bench/scheduler.py
 	$(BIN)/python bench/url_key.py

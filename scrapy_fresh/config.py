@@ -252,6 +252,7 @@ class FreshConfig:
     cycle_fill: bool = default_settings.FRESH_CYCLE_FILL
     visit_log: str = default_settings.FRESH_VISIT_LOG
     progress_secs: float = default_settings.FRESH_PROGRESS_SECS
+    commit_secs: float = default_settings.FRESH_COMMIT_SECS
     redis_key: str = default_settings.FRESH_REDIS_KEY
     redis_lease_secs: float = default_settings.FRESH_REDIS_LEASE_SECS
     provider_signals: bool = default_settings.FRESH_PROVIDER_SIGNALS
@@ -357,6 +358,7 @@ class FreshConfig:
             cycle_fill=flag(settings, "FRESH_CYCLE_FILL"),
             visit_log=visit_log.strip(),
             progress_secs=_number(settings, "FRESH_PROGRESS_SECS", low=0.0),
+            commit_secs=_number(settings, "FRESH_COMMIT_SECS", low=0.0),
             redis_key=redis_key.strip(),
             redis_lease_secs=_number(settings, "FRESH_REDIS_LEASE_SECS", low=0.0, low_open=True),
             provider_signals=flag(settings, "FRESH_PROVIDER_SIGNALS"),

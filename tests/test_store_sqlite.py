@@ -94,6 +94,8 @@ def test_wal_mode_and_pragmas(tmp_path: Path) -> None:
     ("kwargs", "match"),
     [
         ({"batch_size": 0}, "batch_size"),
+        ({"commit_secs": -1.0}, "commit_secs"),
+        ({"commit_secs": float("nan")}, "commit_secs"),
         ({"synchronous": "sometimes"}, "synchronous"),
         ({"pragmas": {"x; DROP TABLE pages": 1}}, "PRAGMA name"),
         ({"pragmas": {"mmap_size": "1; DROP TABLE pages"}}, "number or a keyword"),
@@ -284,6 +286,39 @@ def test_batch_size_and_flush(tmp_path: Path) -> None:
         assert committed(path) == 11
         store.put(page(11))
     assert committed(path) == 12  # close commits
+
+
+def test_commit_secs_commits_at_the_first_write_after_the_interval(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """FRESH_COMMIT_SECS: a crawl's store commits once a second, however many visits;
+    what is written stays readable to this connection, atomic per call, and is
+    committed at the first write after the interval, on flush and on close."""
+    import scrapy_fresh.store.sqlite as sqlite_module
+
+    clock = [100.0]
+    monkeypatch.setattr(sqlite_module.time, "monotonic", lambda: clock[0])
+    path = tmp_path / "fresh.sqlite"
+    with SQLiteStore(path, batch_size=1000, commit_secs=1.0) as store:
+        for n in range(5):
+            with store.grouped():  # a visit: its record and its site, one write
+                store.put(page(n))
+                store.put_site(SiteState("example.com", visits=n + 1))
+            clock[0] += 0.1
+        assert committed(path) == 0
+        assert len(store) == 5
+        clock[0] += 0.6  # 1.1 s since the transaction began
+        store.put(page(5))
+        assert committed(path) == 6
+        assert store.pending == 0
+        store.put(page(6))  # a new transaction, begun now
+        clock[0] += 0.5
+        store.put(page(7))
+        assert committed(path) == 6
+        store.flush()  # the crawl's timer: the writes of a quiet spell
+        assert committed(path) == 8
+        store.put(page(8))
+    assert committed(path) == 9  # close commits
 
 
 def test_default_commits_every_call(tmp_path: Path) -> None:

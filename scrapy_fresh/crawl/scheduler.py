@@ -24,6 +24,7 @@ from scrapy.utils.asyncio import call_later
 from scrapy.utils.misc import build_from_crawler, load_object
 
 from scrapy_fresh.config import parse_provider
+from scrapy_fresh.crawl.commits import CommitTimer
 from scrapy_fresh.crawl.hostblocks import HostBlocks
 from scrapy_fresh.crawl.records import Sighting
 from scrapy_fresh.crawl.requestinfo import is_robots_request, rebuild_request, request_info
@@ -130,6 +131,8 @@ class FreshScheduler(BaseScheduler):
         self.opened_at = math.inf
         self._timer: CallLaterResult | None = None
         self._timer_at = math.inf
+        #: Commits the store's writes every FRESH_COMMIT_SECS.
+        self._commits = CommitTimer(self.runtime)
         self._spider_provider: Provider | None = None
         self._opened = False
         self._closed = False
@@ -183,6 +186,7 @@ class FreshScheduler(BaseScheduler):
         signals_.connect(self._response_downloaded, signal=signals.response_downloaded)
         signals_.connect(self._request_left_downloader, signal=signals.request_left_downloader)
         self.opened_at = now
+        self._commits.start()
         self._blocks.poll(now)
         self._lookahead = self.source.lookahead(now)
         loaded = self.source.open(now, self._due_by(now))
@@ -252,6 +256,7 @@ class FreshScheduler(BaseScheduler):
                     {"n": released},
                     extra={"spider": self.crawler.spider},
                 )
+            self._commits.stop()
             self.runtime.close_store()
         if self.dupefilter is not None:
             self.dupefilter.close(reason)

@@ -67,6 +67,11 @@ def spider_path(path: str, crawler: Crawler) -> str:
     return path % {"spider": getattr(crawler.spidercls, "name", None) or "spider"}
 
 
+#: With :setting:`FRESH_COMMIT_SECS`, the SQLite store also commits once this many
+#: records are pending, whatever the time.
+COMMIT_BATCH = 10_000
+
+
 def open_memory(config: FreshConfig, crawler: Crawler) -> StateStore:
     """``"memory"``: records that last as long as the crawl."""
     from scrapy_fresh.store.memory import MemoryStore
@@ -78,7 +83,12 @@ def open_sqlite(config: FreshConfig, crawler: Crawler) -> StateStore:
     """``"sqlite"``: the embedded default, one file per :setting:`FRESH_SQLITE_PATH`."""
     from scrapy_fresh.store.sqlite import SQLiteStore
 
-    return SQLiteStore(resolve_sqlite_path(spider_path(config.sqlite_path, crawler)))
+    secs = config.commit_secs
+    return SQLiteStore(
+        resolve_sqlite_path(spider_path(config.sqlite_path, crawler)),
+        batch_size=COMMIT_BATCH if secs else 1,
+        commit_secs=secs,
+    )
 
 
 def _load(config: FreshConfig) -> Any:

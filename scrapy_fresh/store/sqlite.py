@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 import sqlite3
 import threading
+import time
 from contextlib import contextmanager
 from itertools import islice
 from pathlib import Path
@@ -297,6 +299,10 @@ class SQLiteStore(ClosingStore):
         Whatever the batch size, one call (``put_many``, ``add_many``, ...) is never
         split across transactions: after a crash it is there entirely or not at all.
         :meth:`flush` and :meth:`close` commit what is pending.
+    :param commit_secs: with ``batch_size`` above 1, also commit at a write once this many
+        seconds have passed since the open transaction began (0: by ``batch_size``
+        alone). The crawl commits this way (:setting:`FRESH_COMMIT_SECS`), and calls
+        :meth:`flush` on a timer for the writes of a quiet spell.
     :param synchronous: ``PRAGMA synchronous``: ``"NORMAL"`` (default) survives a killed
         process; ``"FULL"`` also survives power loss and OS crashes, at an fsync per commit.
     :param cache_size_kib: SQLite page cache of this connection, in KiB (256 MiB by
@@ -324,6 +330,7 @@ class SQLiteStore(ClosingStore):
         path: str | PathLike[str],
         *,
         batch_size: int = 1,
+        commit_secs: float = 0.0,
         synchronous: str = "NORMAL",
         cache_size_kib: int = 262144,
         timeout: float = 5.0,
@@ -331,13 +338,17 @@ class SQLiteStore(ClosingStore):
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size ({batch_size!r}) must be 1 or more.")
+        if not 0 <= commit_secs < math.inf:
+            raise ValueError(f"commit_secs ({commit_secs!r}) must be a number of seconds >= 0.")
         if str(synchronous).upper() not in ("OFF", "NORMAL", "FULL", "EXTRA"):
             raise ValueError(
                 f"synchronous ({synchronous!r}) must be one of 'OFF', 'NORMAL', 'FULL', 'EXTRA'."
             )
         self.path: str = str(path)
         self.batch_size: int = batch_size
+        self.commit_secs: float = commit_secs
         self._pending = 0
+        self._began = 0.0  # time.monotonic() when the open write transaction began
         self._grouped = 0
         #: Writes refused because they would move a record back (see ``regresses``).
         self.regressions_refused = 0
@@ -543,6 +554,8 @@ class SQLiteStore(ClosingStore):
             try:
                 savepoint = conn.in_transaction
                 conn.execute("SAVEPOINT fresh_write" if savepoint else "BEGIN IMMEDIATE")
+                if not savepoint:
+                    self._began = time.monotonic()
                 try:
                     yield conn
                 except BaseException:
@@ -550,10 +563,17 @@ class SQLiteStore(ClosingStore):
                     raise
                 if savepoint:
                     conn.execute("RELEASE fresh_write")
-                if not self._grouped and (self._pending == 0 or self._pending >= self.batch_size):
+                if not self._grouped and self._commit_due():
                     self._commit(conn)
             except sqlite3.Error as exc:
                 raise self._error(op, exc) from exc
+
+    def _commit_due(self) -> bool:
+        """Whether the open transaction is to be committed now: nothing pending (a call
+        that wrote nothing), ``batch_size`` records pending, or ``commit_secs`` past."""
+        if self._pending == 0 or self._pending >= self.batch_size:
+            return True
+        return 0 < self.commit_secs <= time.monotonic() - self._began
 
     def _undo(self, conn: sqlite3.Connection, savepoint: bool) -> None:
         # Hosts inserted by the undone call are gone again.
@@ -1098,7 +1118,7 @@ class SQLiteStore(ClosingStore):
                     not self._grouped
                     and conn is not None
                     and conn.in_transaction
-                    and (self._pending == 0 or self._pending >= self.batch_size)
+                    and self._commit_due()
                 ):
                     with self._reading("commit"):
                         self._commit(conn)

@@ -10,6 +10,13 @@ commits once a second (the default), interleaved ``--repeat`` times on fresh fil
 table gives microseconds per visit (wall clock, and user and system CPU) and each
 figure's ratio to the per-visit commit of the same round, the median round shown.
 
+``--writer`` also runs, during each store's visits, another process that writes a meta
+record to the same file every 0.1 s (what ``scrapy-fresh block`` or the notify server
+do while a crawl runs) and prints how long its writes waited for the lock: a store that
+commits once a second holds the write lock nearly all the time, so that such a writer
+waits for seconds (and fails after its 5 s timeout), where it waits milliseconds beside
+a commit per visit. That is why :setting:`FRESH_COMMIT_SECS` is 0 by default.
+
 A commit appends to the WAL and takes and drops locks: system calls, which an
 instruction count (callgrind) does not see but a crawl's clock does.
 
@@ -17,27 +24,47 @@ Usage::
 
     python bench/visit_commits.py                  # 3,000 visits, 5 rounds
     python bench/visit_commits.py --visits 20000 --repeat 3
+    python bench/visit_commits.py --visits 20000 --repeat 1 --writer
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import resource
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from scrapy_fresh.exceptions import StoreError  # noqa: E402
 from scrapy_fresh.keys import url_key  # noqa: E402
 from scrapy_fresh.store.base import PageState, SiteState  # noqa: E402
 from scrapy_fresh.store.sqlite import SQLiteStore  # noqa: E402
 
 #: The crawl's batch when it commits by time (scrapy_fresh.crawl.stores).
 BATCH = 10_000
+
+
+def writer(path: Path, stop: Any, out: Any) -> None:
+    """Another process: a meta record written every 0.1 s; each write's wait, or None
+    for a write that failed (the lock not had within the 5 s timeout)."""
+    waits: list[float | None] = []
+    while not stop.is_set():
+        start = time.perf_counter()
+        try:
+            with SQLiteStore(path, timeout=5.0) as store:
+                store.put_meta("bench", str(len(waits)), {"at": time.time()})
+            waits.append(time.perf_counter() - start)
+        except StoreError:
+            waits.append(None)
+        time.sleep(0.1)
+    out.put(waits)
 
 
 def visits(path: Path, count: int, commit_secs: float) -> tuple[float, float, float]:
@@ -76,7 +103,31 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--visits", type=int, default=3000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--writer", action="store_true", help="also time another writer")
     args = parser.parse_args()
+    if args.writer:
+        with tempfile.TemporaryDirectory(prefix="fresh-bench-commits-") as tmp:
+            for name, secs in (("each visit", 0.0), ("once a second", 1.0)):
+                path = Path(tmp) / f"{secs}.sqlite"
+                SQLiteStore(path).close()
+                stop, out = multiprocessing.Event(), multiprocessing.Queue()
+                child = multiprocessing.Process(target=writer, args=(path, stop, out))
+                child.start()
+                time.sleep(0.5)  # the writer's first write is not timed against the visits
+                start = time.perf_counter()
+                visits(path, args.visits, secs)
+                seconds = time.perf_counter() - start
+                stop.set()
+                waits = out.get()
+                child.join()
+                done = sorted(w for w in waits if w is not None)
+                print(
+                    f"another writer beside a commit {name} ({seconds:.1f} s of visits): "
+                    f"{len(done)} writes, {len(waits) - len(done)} failed; wait median "
+                    f"{statistics.median(done) * 1e3 if done else 0:.0f} ms, "
+                    f"max {max(done, default=0) * 1e3:.0f} ms"
+                )
+        return
     with tempfile.TemporaryDirectory(prefix="fresh-bench-commits-") as tmp:
         rounds = [
             {

@@ -1,6 +1,6 @@
 """A crawl killed with SIGKILL mid-cycle loses no URL: the next run fetches what was in
-flight, and with commits once a second (FRESH_COMMIT_SECS, the default) what the
-last interval had not committed."""
+flight, and with commits once a second (FRESH_COMMIT_SECS = 1) what the last interval
+had not committed."""
 
 from __future__ import annotations
 
@@ -63,8 +63,7 @@ def test_sigkill_mid_cycle_then_a_new_run_fetches_what_was_in_flight(
     db = tmp_path / "s.sqlite"
     site = mockserver.MockSite(count=PAGES, linked=("n",))
     with mockserver.MockServer(site) as server:
-        # every visit committed as it is recorded
-        config = _config(server, db, FRESH_COMMIT_SECS=0)
+        config = _config(server, db)  # every visit committed as it is recorded
         _kill_after(spawn, config, tmp_path, server, 5)
         fetched_before = [r.path for r in server.site.log]
         assert 5 <= len(fetched_before) < PAGES + 1, fetched_before
@@ -95,7 +94,7 @@ def test_sigkill_with_commits_once_a_second_loses_no_page(
     db = tmp_path / "s.sqlite"
     site = mockserver.MockSite(count=PAGES, linked=("n",))
     with mockserver.MockServer(site) as server:
-        config = _config(server, db)
+        config = _config(server, db, FRESH_COMMIT_SECS=1.0)
         _kill_after(spawn, config, tmp_path, server, 7)
         after_kill = _records(db)
         visited = {p for p, s in after_kill.items() if s.last_crawl is not None}

@@ -11,7 +11,7 @@ import pytest
 
 from scrapy_fresh.crawl.schemes import SCHEME_NAMESPACE, ContentSchemes
 from scrapy_fresh.exceptions import StoreError
-from scrapy_fresh.fingerprint.content import ContentRules, digest, digest_scheme
+from scrapy_fresh.fingerprint.content import CONTENT_VERSION, ContentRules, digest, digest_scheme
 from scrapy_fresh.fingerprint.verdict import PageContent, judge
 from scrapy_fresh.store.base import PageState
 from scrapy_fresh.store.memory import MemoryStore
@@ -42,24 +42,29 @@ def test_rules_written_in_one_run_are_read_in_the_next(store: Any) -> None:
     seen, error = _errors()
     ContentSchemes(lambda: store, error).remember(OLD)
     later = ContentSchemes(lambda: store, error)
-    assert later.rules_of(OLD.scheme) == OLD
-    assert later.rules_of(NEW.scheme) is None  # never written
-    assert later.rules_of(OLD.scheme) == OLD  # (read once)
+    assert later.candidates(OLD.scheme) == [OLD]
+    assert later.candidates(NEW.scheme) == []  # never written
+    assert later.candidates(OLD.scheme) == [OLD]  # (read once)
+    later.remember(OLD)  # already there: nothing written twice
+    assert len(store.get_meta(SCHEME_NAMESPACE, f"{OLD.scheme:04x}")["sets"]) == 1
     assert seen == []
 
 
-def test_rules_of_another_version_or_damaged_or_colliding_are_unknown(store: Any) -> None:
+def test_rules_of_another_version_or_damaged_or_of_another_tag_are_left_out(store: Any) -> None:
     seen, error = _errors()
     key = f"{OLD.scheme:04x}"
-    store.put_meta(SCHEME_NAMESPACE, key, {"version": 1, "include": [], "exclude": []})
-    assert ContentSchemes(lambda: store, error).rules_of(OLD.scheme) is None
-    store.put_meta(SCHEME_NAMESPACE, key, {"version": 4, "exclude": ["div[["]})
-    assert ContentSchemes(lambda: store, error).rules_of(OLD.scheme) is None
-    store.put_meta(SCHEME_NAMESPACE, key, {"version": 4, "exclude": [".x"], "noise": []})
-    assert ContentSchemes(lambda: store, error).rules_of(OLD.scheme) is None  # other tag
-    # remember() leaves a tag another rule set holds as it is
-    ContentSchemes(lambda: store, error).remember(OLD)
-    assert store.get_meta(SCHEME_NAMESPACE, key)["exclude"] == [".x"]
+    sets = [
+        {"version": 1, "include": [], "exclude": []},  # another CONTENT_VERSION
+        {"version": CONTENT_VERSION, "exclude": ["div[["]},  # damaged
+        {"version": CONTENT_VERSION, "exclude": [".x"], "noise": []},  # makes another tag
+        "not a dict",
+    ]
+    store.put_meta(SCHEME_NAMESPACE, key, {"sets": sets})
+    assert ContentSchemes(lambda: store, error).candidates(OLD.scheme) == []
+    ContentSchemes(lambda: store, error).remember(OLD)  # added beside them
+    assert ContentSchemes(lambda: store, error).candidates(OLD.scheme) == [OLD]
+    store.put_meta(SCHEME_NAMESPACE, key, {"something": "else"})
+    assert ContentSchemes(lambda: store, error).candidates(OLD.scheme) == []
     assert seen == []
 
 
@@ -77,18 +82,18 @@ def test_a_store_failure_is_reported_and_asked_again() -> None:
     failing.fail = True
     seen, error = _errors()
     schemes = ContentSchemes(lambda: failing, error)
-    assert schemes.rules_of(OLD.scheme) is None
+    assert schemes.candidates(OLD.scheme) == []
     assert seen == ["read the content rules from: gone"]
     failing.fail = False
-    assert schemes.rules_of(OLD.scheme) == OLD  # not cached as unknown
+    assert schemes.candidates(OLD.scheme) == [OLD]  # not cached as unknown
 
 
 def _judged(stored: PageState, page: str, schemes: ContentSchemes | None) -> tuple[bool, str]:
     found = digest(page, rules=NEW)
 
-    def redigest(tag: int) -> int | None:
-        old = schemes.rules_of(tag) if schemes is not None else None
-        return None if old is None else digest(page, rules=old).exact
+    def redigest(tag: int) -> tuple[int, ...] | None:
+        others = schemes.candidates(tag) if schemes is not None else []
+        return tuple(digest(page, rules=old).exact for old in others if old != NEW) or None
 
     verdict = judge(stored, PageContent(found.simhash, digest=found.exact, redigest=redigest), 3)
     return verdict.changed, verdict.basis

@@ -365,9 +365,9 @@ def page_content(
         return PageContent(found.simhash, digest=found.exact)
     schemes.remember(rules)
 
-    def redigest(tag: int) -> int | None:  # a stored digest of other rules: by them
-        old = schemes.rules_of(tag)
-        return None if old is None else digest(response.body, encoding, old).exact
+    def redigest(tag: int) -> tuple[int, ...] | None:  # by the other rules of that tag
+        others = [old for old in schemes.candidates(tag) if old != rules]
+        return tuple(digest(response.body, encoding, old).exact for old in others) or None
 
     return PageContent(found.simhash, digest=found.exact, redigest=redigest)
 

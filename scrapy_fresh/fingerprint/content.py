@@ -641,7 +641,10 @@ def _css(rules: ContentRules, selectors: tuple[str, ...]) -> list[str]:
 
 def _mark_xpath(text: str, rules: ContentRules) -> str:
     """Parse with lxml, mark the elements each XPath selects, and serialise again."""
-    root = lxml_html.document_fromstring(text.strip() or "<html></html>")
+    try:
+        root = lxml_html.document_fromstring(text.strip() or "<html></html>")
+    except etree.ParserError:  # a doctype or a comment alone: "Document is empty"
+        return text
     for index, selector in enumerate(rules.include + rules.exclude):
         if not _is_xpath(selector):
             continue

@@ -67,9 +67,9 @@ class PageContent:
         (:func:`~scrapy_fresh.changes.compare.pack_items`), or None.
     :param values: the items' field values as the spider yielded them (what a change is
         told from: previous values, diffs), or empty (then what ``kept`` holds).
-    :param redigest: given the scheme tag of a stored digest that is not ``digest``'s,
-        the digest of this page made with that scheme's rules, or None when they are
-        not known (:class:`~scrapy_fresh.crawl.schemes.ContentSchemes`).
+    :param redigest: given the scheme tag of a stored digest, the digests of this page
+        made with each rule set known to make that tag other than the rules of
+        ``digest``; None when there is none (:class:`~scrapy_fresh.crawl.schemes.ContentSchemes`).
     """
 
     simhash: int
@@ -80,7 +80,9 @@ class PageContent:
     key_field: str | None = None
     kept: bytes | None = None
     values: tuple[Mapping[str, Any], ...] = ()
-    redigest: Callable[[int], int | None] | None = field(default=None, compare=False, repr=False)
+    redigest: Callable[[int], tuple[int, ...] | None] | None = field(
+        default=None, compare=False, repr=False
+    )
 
 
 @dataclass(frozen=True)
@@ -137,12 +139,15 @@ def judge(state: PageState, content: PageContent, threshold_bits: int) -> Verdic
         return Verdict(False, True, (), magnitude, "items")  # the items went away
     stored = state.content_hash
     if items is None and content.digest is not None and stored is not None:
-        digest = content.digest
-        if digest_scheme(stored) != digest_scheme(digest):  # other rules made it:
-            again = content.redigest(digest_scheme(stored)) if content.redigest else None
-            digest = digest if again is None else again  # ... digested again with them
-        if digest_scheme(stored) == digest_scheme(digest):
-            return Verdict(False, digest != stored, (), magnitude, "digest")
+        if content.digest == stored:
+            return Verdict(False, False, (), magnitude, "digest")
+        # Other rules of the stored digest's tag may have made it (the user's rules
+        # changed, or rules set per page share the tag): digested again by them.
+        again = content.redigest(digest_scheme(stored)) if content.redigest else None
+        if again is not None:
+            return Verdict(False, stored not in again, (), magnitude, "digest")
+        if digest_scheme(stored) == digest_scheme(content.digest):
+            return Verdict(False, True, (), magnitude, "digest")
     changed = simhash_changed(state.fingerprint, content.simhash, threshold_bits)
     return Verdict(
         False, changed, _all_fields(items) if changed and items else (), magnitude, "simhash"

@@ -79,6 +79,14 @@ class _Gate:
     deferred: bool = False
 
 
+def _tells_more(request: Request, force: bool) -> bool:
+    """Whether a duplicate of a rebuilt request may say what its record should keep: a
+    start URL (``dont_filter``) or a request naming scrapy_fresh meta keys (per-request
+    rules). Other duplicates (links to the page) are dropped unread, as they must be
+    on link-dense pages."""
+    return force or any(name.startswith("fresh_") for name in request.meta)
+
+
 class FreshScheduler(BaseScheduler):
     """Hand out due and new pages from the store, politely and best-first.
 
@@ -125,6 +133,8 @@ class FreshScheduler(BaseScheduler):
         #: Keys handed out in this run with a request rebuilt from their record: a
         #: spider's ``dont_filter`` request for one (a start URL) is a duplicate of it.
         self._rebuilt: set[str] = set()
+        #: Rebuilt keys whose spider request this run kept in the record (_keep_sighting).
+        self._sighted: set[str] = set()
         #: Cycle mode: records due this long after now are taken too (see _due_by).
         self._lookahead = 0.0
         #: When this run opened.
@@ -390,6 +400,8 @@ class FreshScheduler(BaseScheduler):
         ):  # a duplicate (the common case on link-dense pages): decided before any parsing
             if force and key not in self._rebuilt:
                 return self._enqueue_plain(request)
+            if key in self._rebuilt and key not in self._sighted and _tells_more(request, force):
+                self._keep_sighting(request, key, lease)
             runtime.stat(
                 "fresh/requests/skipped_in_flight"
                 if lease is not None and lease.handed
@@ -454,6 +466,20 @@ class FreshScheduler(BaseScheduler):
         records.settle(key)
         runtime.stat("fresh/requests/over_budget" if due else "fresh/requests/skipped_not_due")
         return False
+
+    def _keep_sighting(self, request: Request, key: str, lease: Lease | None) -> None:
+        """The spider's own request for a page whose request this run rebuilt from its
+        record and sent first (a start URL, or a request with ``fresh_*`` meta keys):
+        the page is not fetched twice, but what the request says now (its meta,
+        callback, ``cb_kwargs``: new per-request content rules, say) goes into the
+        record, and into the copy its visit will write, for the next runs. Once per
+        page and run."""
+        self._sighted.add(key)
+        state = lease.state if lease is not None else None
+        if state is None:
+            state = self._lookup(key, request.url)
+        if state is not None:
+            self.runtime.records.merge(state, self._sighting(request, url_host(request.url)))
 
     def _lookup(self, key: str, url: str) -> PageState | None:
         """The record of ``key`` (None on a store failure: taken as new, nothing lost)."""

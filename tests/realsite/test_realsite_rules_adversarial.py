@@ -11,8 +11,6 @@ the strict xfails are what was not fixed then.
 from __future__ import annotations
 
 import os
-import shutil
-import sqlite3
 import time
 from pathlib import Path
 from typing import Any
@@ -20,9 +18,10 @@ from typing import Any
 import pytest
 
 from tests.conftest import run_crawl as run_test_crawl
-from tests.nginx_support import PYTHON_DOCS, Nginx
+from tests.nginx_support import Nginx
+from tests.realsite.test_realsite_rules_change import copy_pages, docs_run, forget_rules, touch_all
 from tests.realsite.test_realsite_verdicts import PAGES
-from tests.realsite_support import ALL_DUE_OFFSET, outcomes_by_path, run_crawl, visits
+from tests.realsite_support import ALL_DUE_OFFSET, outcomes_by_path, visits
 from tests.test_scheme_adversarial import COLLIDING, product
 
 pytestmark = [pytest.mark.realsite, pytest.mark.usefixtures("nginx_available")]
@@ -195,30 +194,13 @@ def test_rules_unknown_and_narrowed_flood_the_python_docs(tmp_path: Path) -> Non
     (``FRESH_CONTENT_INCLUDE = ["h1"]``): the simhash of a whole page against that of
     its title. Nothing was edited; every page is "changed"."""
     root = tmp_path / "site"
-    for page in PAGES:
-        (root / page).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(Path(PYTHON_DOCS) / page, root / page)
+    copy_pages(root)
     db = tmp_path / "state.sqlite"
-    settings = {"ADDONS": {"scrapy_fresh.Addon": 0}, "FRESH_SQLITE_PATH": str(db)}
-    out = {}
     with Nginx(root, tmp_path / "nginx") as server:
-        config = {"spider": "links", "no_items": True, "no_follow": True,
-                  "start": [server.url("/" + p) for p in PAGES]}  # fmt: skip
-        for n, extra in ((1, {}), (2, {"FRESH_CONTENT_INCLUDE": ["h1"]})):
-            if n == 2:
-                with sqlite3.connect(db) as conn:
-                    conn.execute("DELETE FROM meta WHERE namespace = 'content_scheme'")
-                for page in PAGES:
-                    os.utime(root / page, (time.time() - 20, time.time() - 20))
-            log = tmp_path / f"v{n}.jsonl"
-            crawl = run_crawl(
-                {**config, "clock_offset": ALL_DUE_OFFSET * (n - 1),
-                 "settings": {**settings, **extra, "FRESH_VISIT_LOG": str(log)}},
-                tmp_path / f"c{n}",
-            )  # fmt: skip
-            crawl.check()
-            out[n] = (outcomes_by_path(visits(log)), crawl)
-    outcomes, crawl = out[2]
+        docs_run(server, tmp_path, db, 1, {})
+        forget_rules(db)
+        touch_all(root, time.time() - 20)
+        outcomes, crawl = docs_run(server, tmp_path, db, 2, {"FRESH_CONTENT_INCLUDE": ["h1"]})
     assert crawl.stat("fresh/digest_scheme_unknown") == len(PAGES)
     flood = {p for p, o in outcomes.items() if o[-1] == "changed"}
     assert flood == set(), f"{len(flood)} of {len(PAGES)} unchanged pages reported changed"

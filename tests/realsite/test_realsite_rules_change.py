@@ -44,6 +44,37 @@ def touch_all(root: Path, when: float) -> None:
         os.utime(root / page, (when, when))
 
 
+def copy_pages(root: Path) -> None:
+    """The Python docs' :data:`PAGES` under ``root``."""
+    for page in PAGES:
+        (root / page).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(Path(PYTHON_DOCS) / page, root / page)
+
+
+def forget_rules(db: Path) -> None:
+    """Delete the store's memory of content rules: as after an upgrade."""
+    with sqlite3.connect(db) as conn:
+        conn.execute("DELETE FROM meta WHERE namespace = 'content_scheme'")
+
+
+def docs_run(
+    server: Nginx, work: Path, db: Path, n: int, extra: dict[str, Any]
+) -> tuple[dict[str, list[str]], Any]:
+    """Run ``n`` of the spider yielding no item over :data:`PAGES` (every page due):
+    the outcomes by path from its visit log, and the crawl."""
+    log = work / f"v{n}.jsonl"
+    settings = {"ADDONS": {"scrapy_fresh.Addon": 0}, "FRESH_SQLITE_PATH": str(db),
+                "FRESH_VISIT_LOG": str(log), **extra}  # fmt: skip
+    crawl = run_crawl(
+        {"spider": "links", "no_items": True, "no_follow": True,
+         "start": [server.url("/" + p) for p in PAGES],
+         "clock_offset": ALL_DUE_OFFSET * (n - 1), "settings": settings},
+        work / f"c{n}",
+    )  # fmt: skip
+    crawl.check()
+    return outcomes_by_path(visits(log)), crawl
+
+
 def edit(root: Path, pages: list[str]) -> None:
     for page in pages:
         path = root / page
@@ -61,37 +92,20 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Any]:
     deleted: as after an upgrade)."""
     work = tmp_path_factory.mktemp("rules")
     root = work / "site"
-    for page in PAGES:
-        (root / page).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(Path(PYTHON_DOCS) / page, root / page)
+    copy_pages(root)
     db = work / "state.sqlite"
-    settings = {"ADDONS": {"scrapy_fresh.Addon": 0}, "FRESH_SQLITE_PATH": str(db)}
     out: dict[int, Any] = {}
     with Nginx(root, work / "nginx") as server:
-        config = {"spider": "links", "no_items": True, "no_follow": True,
-                  "start": [server.url("/" + p) for p in PAGES]}  # fmt: skip
-
-        def run(n: int, extra: dict[str, Any]) -> None:
-            log = work / f"v{n}.jsonl"
-            crawl = run_crawl(
-                {**config, "clock_offset": ALL_DUE_OFFSET * (n - 1),
-                 "settings": {**settings, **extra, "FRESH_VISIT_LOG": str(log)}},
-                work / f"c{n}",
-            )  # fmt: skip
-            crawl.check()
-            out[n] = (outcomes_by_path(visits(log)), crawl)
-
-        run(1, {})
+        out[1] = docs_run(server, work, db, 1, {})
         edit(root, EDITED)
         touch_all(root, time.time() - 100)
-        run(2, NEW_RULES)
+        out[2] = docs_run(server, work, db, 2, NEW_RULES)
         edit(root, PAGES[1::6])
         touch_all(root, time.time() - 50)
-        run(3, NEW_RULES)
-        with sqlite3.connect(db) as conn:
-            conn.execute("DELETE FROM meta WHERE namespace = 'content_scheme'")
+        out[3] = docs_run(server, work, db, 3, NEW_RULES)
+        forget_rules(db)
         touch_all(root, time.time() - 20)
-        run(4, {})
+        out[4] = docs_run(server, work, db, 4, {})
     return out
 
 

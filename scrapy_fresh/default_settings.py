@@ -108,9 +108,9 @@ FRESH_PRIORITY_WINDOW_CYCLES = 5
 FRESH_REDIS_KEY = "%(spider)s:fresh"
 #: Redis frontier: seconds a worker holds a URL it took before another worker may take it.
 FRESH_REDIS_LEASE_SECS = 600.0
-#: Seconds between the SQLite store's commits of the crawl's writes (0: a commit per visit,
-#: so that other processes can write to the file); see scrapy_fresh.crawl.commits.
-FRESH_COMMIT_SECS = 0.0
+#: Seconds the SQLite store keeps the crawl's record writes in memory before writing them
+#: in one short transaction (0: a transaction per visit); see scrapy_fresh.crawl.commits.
+FRESH_COMMIT_SECS = 1.0
 #: Seconds between progress log lines of a crawl (0: none); see scrapy_fresh.crawl.progress.
 FRESH_PROGRESS_SECS = 30.0
 #: Continuous mode: port of a Prometheus endpoint with the fresh/* stats (0: none).

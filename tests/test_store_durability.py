@@ -37,7 +37,7 @@ from scrapy_fresh.store.base import PageState, Status
 from scrapy_fresh.store.sqlite import SQLiteStore
 
 path = sys.argv[1]
-first, batch_size, BATCH, COUNTERS, stop_after = map(int, sys.argv[2:])
+first, batch_size, BATCH, COUNTERS, stop_after, behind = map(int, sys.argv[2:])
 
 
 def record(url, **fields):
@@ -57,7 +57,7 @@ def batch_of(batch):
     return states
 
 
-store = SQLiteStore(path, batch_size=batch_size)
+store = SQLiteStore(path, batch_size=batch_size, commit_secs=3600.0 if behind else 0.0)
 calls = 0
 
 
@@ -89,7 +89,13 @@ while True:
 
 
 def run_and_kill(
-    path: Path, first: int, batch_size: int, reports: int, inside: bool, env: dict[str, str]
+    path: Path,
+    first: int,
+    batch_size: int,
+    reports: int,
+    inside: bool,
+    env: dict[str, str],
+    behind: bool = False,
 ) -> list[int]:
     """Run a writer from batch ``first``; SIGKILL it once it has reported ``reports`` batches.
 
@@ -98,7 +104,10 @@ def run_and_kill(
     """
     proc = subprocess.Popen(
         [sys.executable, "-c", WRITER, str(path)]
-        + [str(n) for n in (first, batch_size, BATCH, COUNTERS, reports if inside else 0)],
+        + [
+            str(n)
+            for n in (first, batch_size, BATCH, COUNTERS, reports if inside else 0, int(behind))
+        ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -163,15 +172,19 @@ def check_file(path: Path, reported: list[int]) -> int:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("batch_size", [1, 1_000_000_000], ids=["commit-per-call", "flush"])
+@pytest.mark.parametrize(
+    ("batch_size", "behind"),
+    [(1, False), (1_000_000_000, False), (1_000_000_000, True)],
+    ids=["commit-per-call", "flush", "write-behind"],
+)
 def test_sigkill_loses_no_committed_batch(
-    tmp_path: Path, python_env: dict[str, str], batch_size: int
+    tmp_path: Path, python_env: dict[str, str], batch_size: int, behind: bool
 ) -> None:
     path = tmp_path / "durable.sqlite"
     first = 0
     # Kill, restart on the same file, kill again ...
     for reports, inside in ((5, True), (2, False), (3, True), (2, True)):
-        reported = run_and_kill(path, first, batch_size, reports, inside, python_env)
+        reported = run_and_kill(path, first, batch_size, reports, inside, python_env, behind)
         assert reported == list(range(first, first + reports))
         last = check_file(path, reported)
         if inside:

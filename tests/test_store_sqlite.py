@@ -51,6 +51,25 @@ class TestBatchedSQLiteStore(StoreContract):
             store.close()
 
 
+class TestWriteBehindSQLiteStore(StoreContract):
+    """The contract holds writing behind (FRESH_COMMIT_SECS): the rows waiting in memory
+    are read back, refused when they would move a record back, and written before any
+    call that needs the file. ``batch_size`` 5 writes them now and then mid-sequence."""
+
+    @pytest.fixture
+    def make_store(self, tmp_path: Path) -> Iterator[Callable[[], SQLiteStore]]:
+        stores: list[SQLiteStore] = []
+
+        def make() -> SQLiteStore:
+            path = tmp_path / f"store-{len(stores)}.sqlite"
+            stores.append(SQLiteStore(path, batch_size=5, commit_secs=3600.0))
+            return stores[-1]
+
+        yield make
+        for store in stores:
+            store.close()
+
+
 def raw(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(path, isolation_level=None)
 
@@ -288,37 +307,111 @@ def test_batch_size_and_flush(tmp_path: Path) -> None:
     assert committed(path) == 12  # close commits
 
 
-def test_commit_secs_commits_at_the_first_write_after_the_interval(
+def test_commit_secs_writes_behind_in_short_transactions(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """FRESH_COMMIT_SECS: a crawl's store commits once a second, however many visits;
-    what is written stays readable to this connection, atomic per call, and is
-    committed at the first write after the interval, on flush and on close."""
-    import scrapy_fresh.store.sqlite as sqlite_module
+    """FRESH_COMMIT_SECS: a crawl's store writes once a second, however many visits. The
+    writes wait in memory, readable to this store, and go to the file in one short
+    transaction once the interval has passed since the oldest, before a call that needs
+    the file, on flush and on close; meanwhile nothing holds the file's write lock."""
+    import scrapy_fresh.store._waiting as waiting_module
 
     clock = [100.0]
-    monkeypatch.setattr(sqlite_module.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(waiting_module.time, "monotonic", lambda: clock[0])
     path = tmp_path / "fresh.sqlite"
     with SQLiteStore(path, batch_size=1000, commit_secs=1.0) as store:
         for n in range(5):
-            with store.grouped():  # a visit: its record and its site, one write
+            with store.grouped():  # a visit: its record and its site
                 store.put(page(n))
                 store.put_site(SiteState("example.com", visits=n + 1))
             clock[0] += 0.1
         assert committed(path) == 0
-        assert len(store) == 5
-        clock[0] += 0.6  # 1.1 s since the transaction began
+        assert store.pending == 6  # five records, one site
+        got = store.get(page(3).key)
+        assert got is not None
+        assert got.doc_id > 0
+        site = store.get_site("example.com")
+        assert site is not None
+        assert site.visits == 5
+        other = sqlite3.connect(path, timeout=0, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")  # another process writes at once: no lock held
+        other.execute("INSERT OR REPLACE INTO meta VALUES ('x', 'y', '{}')")
+        other.execute("COMMIT")
+        other.close()
+        clock[0] += 0.6  # 1.1 s since the oldest waiting write
         store.put(page(5))
         assert committed(path) == 6
         assert store.pending == 0
-        store.put(page(6))  # a new transaction, begun now
+        store.put(page(6))  # waits from now on
         clock[0] += 0.5
         store.put(page(7))
         assert committed(path) == 6
-        store.flush()  # the crawl's timer: the writes of a quiet spell
+        assert len(store) == 8  # a call that reads the file writes what waits first
         assert committed(path) == 8
         store.put(page(8))
-    assert committed(path) == 9  # close commits
+        store.flush()  # the crawl's timer: the writes of a quiet spell
+        assert committed(path) == 9
+        store.put(page(9))
+    assert committed(path) == 10  # close writes them
+
+
+def test_writing_behind_refuses_regressions_when_given(tmp_path: Path) -> None:
+    """A write that would move a record back is refused when it is given, against the
+    waiting row or the file's, and counted; the newer state is what is read and written."""
+    path = tmp_path / "fresh.sqlite"
+    with SQLiteStore(path, batch_size=1000, commit_secs=60.0) as store:
+        store.put(page(1, visits=2, last_crawl=50.0))
+        store.put(page(1, visits=1, last_crawl=40.0))  # older than the waiting row
+        assert store.regressions_refused == 1
+        got = store.get(page(1).key)
+        assert got is not None
+        assert got.visits == 2
+        store.flush()
+        store.put(page(1, visits=2, last_crawl=45.0))  # older than the file's row
+        assert store.regressions_refused == 2
+        store.put_many([page(2, visits=3, last_crawl=9.0), page(2, visits=2, last_crawl=8.0)])
+        assert store.regressions_refused == 3
+    with SQLiteStore(path) as store:
+        first, second = store.get(page(1).key), store.get(page(2).key)
+        assert first is not None
+        assert second is not None
+        assert (first.visits, first.last_crawl, second.visits) == (2, 50.0, 3)
+
+
+def test_writing_behind_gives_doc_ids_as_the_file_would(tmp_path: Path) -> None:
+    """New records get the next doc ids when given; if another process added records
+    meanwhile, the waiting ones get the next ones again when written (no collision)."""
+    path = tmp_path / "fresh.sqlite"
+    with SQLiteStore(path) as store:
+        store.put(page(1))
+    with SQLiteStore(path, batch_size=1000, commit_secs=60.0) as store:
+        assert store.add_many([page(2), page(1), page(3)]) == [page(2).key, page(3).key]
+        ids = [store.get(page(n).key).doc_id for n in (1, 2, 3)]  # type: ignore[union-attr]
+        assert ids == [1, 2, 3]
+        with SQLiteStore(path) as other:  # another process adds a record
+            other.put(page(4))
+        store.flush()
+    with SQLiteStore(path) as store:
+        ids = sorted(store.get(page(n).key).doc_id for n in (1, 2, 3, 4))  # type: ignore[union-attr]
+        assert ids == [1, 2, 3, 4]
+        assert store.get(page(4).key).doc_id == 2  # type: ignore[union-attr]
+
+
+def test_a_failed_write_behind_keeps_the_rows(tmp_path: Path) -> None:
+    """Rows that could not be written (the lock held elsewhere) stay waiting and are
+    written by the next try: nothing is lost."""
+    path = tmp_path / "fresh.sqlite"
+    with SQLiteStore(path, batch_size=1000, commit_secs=60.0, timeout=0.05) as store:
+        store.put(page(1))
+        blocker = sqlite3.connect(path, isolation_level=None)
+        blocker.execute("BEGIN IMMEDIATE")
+        with pytest.raises(StoreError, match="write lock"):
+            store.flush()
+        assert store.pending == 1
+        blocker.execute("ROLLBACK")
+        blocker.close()
+        store.flush()
+        assert committed(path) == 1
 
 
 def test_default_commits_every_call(tmp_path: Path) -> None:

@@ -1,22 +1,23 @@
-"""Commit the store's writes once every few seconds, not once a visit
-(:setting:`FRESH_COMMIT_SECS`, 0 by default: off).
+"""Write the crawl's records to the SQLite store once a second, not once a visit
+(:setting:`FRESH_COMMIT_SECS`, 1 s by default; 0: a transaction per visit).
 
-A visit's record, its site and the new records its page yielded are one atomic write
-whatever this setting says (the store's ``grouped()``); what the setting chooses is how
-often those writes are made durable. One SQLite commit per visit costs about as much as
-the rest of the store's work per visit (``bench/visit_commits.py``: the WAL append and
-its locks are system calls, which instruction counts do not see). Committed once every
-``FRESH_COMMIT_SECS`` seconds, the store writes many visits per commit; what a
-``SIGKILL`` loses is then the visits of the last interval at most: their pages were
+A visit's record, its site and the new records its page yielded are one write whatever
+this setting says (the store's ``grouped()``). With ``FRESH_COMMIT_SECS`` above 0 the
+store writes behind (:mod:`scrapy_fresh.store._waiting`): those rows wait in memory,
+where the crawl reads them back, and go to the file in one short transaction once the
+interval has passed since the oldest, before any call that needs the file (the
+scheduler's due queries, leases, meta records), on this timer (the writes of a quiet
+spell) and when the store closes. ``python bench/visit_commits.py`` measures the store's
+work per visit both ways, and ``--writer`` how long another process's writes to the
+same file (``scrapy-fresh block``, ``forget``, the notify server) wait beside each: the
+file's write lock is held only while the rows are written, so they wait no longer than
+beside a transaction per visit.
+
+What a ``SIGKILL`` loses is the visits of the last interval at most: their pages were
 marked in flight before they were fetched, so the next run fetches them again (an
-at-least-once record, never an older state written over a newer one). The store
-commits by itself when the interval has passed at a write; this timer commits the
-writes of a quiet spell, and the store's ``close()`` whatever is left.
-
-The price, and why it is off by default: between two commits the crawl holds the
-file's write lock, so another process that writes to the same file (``scrapy-fresh
-block``, ``forget``, the notify server) waits for seconds, or fails after its timeout,
-instead of milliseconds.
+at-least-once record, never an older state written over a newer one). Processes that
+read the file while the crawl runs see it up to the interval late. The Redis store
+writes each visit at once and ignores the setting.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ __all__ = ["CommitTimer"]
 
 
 class CommitTimer:
-    """Commits what the store holds every ``FRESH_COMMIT_SECS`` (started when the
+    """Writes what the store holds every ``FRESH_COMMIT_SECS`` (started when the
     scheduler opens, stopped before the store closes; nothing when the setting is 0)."""
 
     def __init__(self, runtime: FreshRuntime) -> None:

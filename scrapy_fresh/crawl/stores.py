@@ -67,8 +67,8 @@ def spider_path(path: str, crawler: Crawler) -> str:
     return path % {"spider": getattr(crawler.spidercls, "name", None) or "spider"}
 
 
-#: With :setting:`FRESH_COMMIT_SECS`, the SQLite store also commits once this many
-#: records are pending, whatever the time.
+#: With :setting:`FRESH_COMMIT_SECS`, the SQLite store also writes once this many
+#: records and sites wait, whatever the time.
 COMMIT_BATCH = 10_000
 
 

@@ -44,6 +44,9 @@ __all__ = ["VisitLog", "resolve_visit_log_path", "wire_bytes"]
 
 logger = logging.getLogger(__name__)
 
+#: One encoder for every line (``json.dumps`` with separators builds one per call).
+_encode = json.JSONEncoder(separators=(",", ":")).encode
+
 
 def resolve_visit_log_path(path: str) -> str:
     """:setting:`FRESH_VISIT_LOG` resolved: relative paths go under ``.scrapy/``."""
@@ -100,7 +103,7 @@ class VisitLog:
         if self._file is None:
             return
         try:
-            self._file.write(json.dumps(event, separators=(",", ":")) + "\n")
+            self._file.write(_encode(event) + "\n")
         except (OSError, ValueError) as exc:
             logger.warning(
                 "scrapy_fresh visit log %(path)s: %(exc)s", {"path": self.path, "exc": exc}

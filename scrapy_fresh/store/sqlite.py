@@ -41,6 +41,7 @@ from scrapy_fresh.store._checks import (
     log_regressions,
 )
 from scrapy_fresh.store._legacy import meta_of_site
+from scrapy_fresh.store._waiting import LAST_CRAWL, VISITS, Waiting, row_regresses
 from scrapy_fresh.store.base import (
     ClosingStore,
     PageState,
@@ -52,7 +53,7 @@ from scrapy_fresh.store.base import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator, Mapping
+    from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
     from os import PathLike
 
     from scrapy_fresh.store.base import MetaChange
@@ -134,6 +135,10 @@ _UPSERT_PAGES = (
     "excluded.last_crawl >= pages.last_crawl)"
 )
 _SELECT_SITES = "SELECT host, visits, changes, p_c, refresh_secs, updated_at, checks FROM sites"
+_REPLACE_SITES = (
+    "INSERT OR REPLACE INTO sites (host, visits, changes, p_c, refresh_secs, updated_at, "
+    "checks) VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
 
 _BLOCKED_TABLE = (
     "CREATE TABLE blocked_hosts (host TEXT PRIMARY KEY, since REAL NOT NULL) WITHOUT ROWID"
@@ -283,6 +288,11 @@ def _site(row: tuple[Any, ...]) -> SiteState:
     )  # fmt: skip
 
 
+def _doc_id(rows: dict[bytes, tuple[Any, ...]], blob: bytes) -> int | None:
+    row = rows.get(blob)
+    return None if row is None else row[3]
+
+
 def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
     iterator = iter(items)
     while chunk := list(islice(iterator, size)):
@@ -299,10 +309,15 @@ class SQLiteStore(ClosingStore):
         Whatever the batch size, one call (``put_many``, ``add_many``, ...) is never
         split across transactions: after a crash it is there entirely or not at all.
         :meth:`flush` and :meth:`close` commit what is pending.
-    :param commit_secs: with ``batch_size`` above 1, also commit at a write once this many
-        seconds have passed since the open transaction began (0: by ``batch_size``
-        alone). The crawl commits this way (:setting:`FRESH_COMMIT_SECS`), and calls
-        :meth:`flush` on a timer for the writes of a quiet spell.
+    :param commit_secs: above 0, write behind: the records and sites given to
+        :meth:`put`, :meth:`put_many`, :meth:`add_many` and :meth:`put_site` wait in
+        memory (this store's reads see them) and are written in one short transaction
+        once this many seconds have passed since the oldest, once ``batch_size`` are
+        waiting, before any other call that uses the file, on :meth:`flush` and on
+        :meth:`close` (:mod:`scrapy_fresh.store._waiting`). A write that would move a
+        record back is refused when it is given, as always. A new record reads back
+        with ``doc_id`` 0 until it is written. The crawl writes this way
+        (:setting:`FRESH_COMMIT_SECS`), and calls :meth:`flush` on a timer.
     :param synchronous: ``PRAGMA synchronous``: ``"NORMAL"`` (default) survives a killed
         process; ``"FULL"`` also survives power loss and OS crashes, at an fsync per commit.
     :param cache_size_kib: SQLite page cache of this connection, in KiB (256 MiB by
@@ -319,8 +334,8 @@ class SQLiteStore(ClosingStore):
     Thread safety: a store may be shared between threads; a lock serialises calls.
     Scrapy calls it from the reactor thread only.
 
-    Durability: a call's writes are committed when ``pending`` reaches ``batch_size``,
-    on :meth:`flush` and on :meth:`close`. Committed data survives the process being
+    Durability: a call's writes are committed when ``pending`` reaches ``batch_size``
+    (or, writing behind, as ``commit_secs`` says), on :meth:`flush` and on :meth:`close`. Committed data survives the process being
     killed (even with ``SIGKILL``): WAL frames are written before the commit returns,
     and an interrupted transaction is rolled back when the file is next opened.
     """
@@ -350,6 +365,7 @@ class SQLiteStore(ClosingStore):
         self._pending = 0
         self._began = 0.0  # time.monotonic() when the open write transaction began
         self._grouped = 0
+        self._waiting = Waiting()  # write-behind rows (commit_secs > 0)
         #: Writes refused because they would move a record back (see ``regresses``).
         self.regressions_refused = 0
         self._lock = threading.RLock()
@@ -507,8 +523,14 @@ class SQLiteStore(ClosingStore):
 
     @property
     def pending(self) -> int:
-        """Records written since the last commit (0 when everything is committed)."""
-        return self._pending
+        """Records written since the last commit, or waiting to be written (0 when
+        everything is committed)."""
+        return self._pending + len(self._waiting)
+
+    @property
+    def write_behind(self) -> bool:
+        """Whether record and site writes wait in memory first (``commit_secs`` > 0)."""
+        return self.commit_secs > 0
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -532,10 +554,14 @@ class SQLiteStore(ClosingStore):
         return StoreError(f"{op} on SQLite store {self.path!r} failed: {message}")
 
     @contextmanager
-    def _reading(self, op: str) -> Iterator[sqlite3.Connection]:
+    def _reading(self, op: str, *, waiting_ok: bool = False) -> Iterator[sqlite3.Connection]:
+        """Run one call that reads (or commits); the write-behind rows are written
+        first unless the call reads them itself (``waiting_ok``)."""
         with self._lock:
             conn = self._connection()
             try:
+                if self._waiting and not waiting_ok:
+                    self._write_waiting(conn)
                 yield conn
             except sqlite3.Error as exc:
                 raise self._error(op, exc) from exc
@@ -552,6 +578,8 @@ class SQLiteStore(ClosingStore):
         with self._lock:
             conn = self._connection()
             try:
+                if self._waiting:
+                    self._write_waiting(conn)
                 savepoint = conn.in_transaction
                 conn.execute("SAVEPOINT fresh_write" if savepoint else "BEGIN IMMEDIATE")
                 if not savepoint:
@@ -570,10 +598,57 @@ class SQLiteStore(ClosingStore):
 
     def _commit_due(self) -> bool:
         """Whether the open transaction is to be committed now: nothing pending (a call
-        that wrote nothing), ``batch_size`` records pending, or ``commit_secs`` past."""
-        if self._pending == 0 or self._pending >= self.batch_size:
-            return True
-        return 0 < self.commit_secs <= time.monotonic() - self._began
+        that wrote nothing), ``batch_size`` records pending, or writing behind (a call
+        that is not written behind commits at once, so the lock is never held long)."""
+        return self.write_behind or self._pending == 0 or self._pending >= self.batch_size
+
+    def _write_waiting(self, conn: sqlite3.Connection) -> None:
+        """Write the write-behind rows in one transaction of their own (a group's open
+        transaction is committed first); they stay waiting if it fails."""
+        self._commit(conn)
+        waiting = self._waiting
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            self._renumber_if_taken(conn)
+            written = 0
+            for chunk in _chunks(waiting.pages.values(), _CHUNK):
+                written += conn.executemany(_UPSERT_PAGES, chunk).rowcount
+            if waiting.sites:
+                conn.executemany(_REPLACE_SITES, list(waiting.sites.values()))
+            conn.execute("COMMIT")
+        except BaseException:
+            self._host_ids.clear()  # as _undo: hosts inserted by the undone rows are gone
+            self._host_names.clear()
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        # Checked when given, a row is refused here only if another process wrote a
+        # later visit of its record in between (the row count leaves refused ones out).
+        self.regressions_refused += len(waiting.pages) - written
+        waiting.clear()
+
+    def _renumber_if_taken(self, conn: sqlite3.Connection) -> None:
+        """Give the waiting new records the next doc ids again if another process added
+        records since they were given (the file's sequence passed the first of them)."""
+        waiting = self._waiting
+        if not waiting.new:
+            return
+        row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'pages'").fetchone()
+        seq = row[0] if row else 0
+        first = min(waiting.pages[blob][3] for blob in waiting.new)
+        if seq < first:
+            return
+        for blob in waiting.new:  # in the order they were given
+            seq += 1
+            waiting.pages[blob] = (*waiting.pages[blob][:3], seq, *waiting.pages[blob][4:])
+        waiting.last_doc_id = seq
+
+    def _written_behind(self) -> None:
+        """After rows were added to the write-behind ones: write them if they are due
+        (a group, one visit, writes its rows when it ends)."""
+        if not self._grouped and self._waiting.due(self.batch_size, self.commit_secs):
+            with self._reading("write behind"):
+                pass
 
     def _undo(self, conn: sqlite3.Connection, savepoint: bool) -> None:
         # Hosts inserted by the undone call are gone again.
@@ -715,15 +790,24 @@ class SQLiteStore(ClosingStore):
     def get(self, key: str) -> PageState | None:
         """Return the record of ``key``, or None."""
         blob = bytes.fromhex(check_key(key))
-        with self._reading("get") as conn:
-            row = conn.execute(f"{_SELECT_PAGES} WHERE key = ?", (blob,)).fetchone()
+        with self._reading("get", waiting_ok=True) as conn:
+            row = self._waiting.pages.get(blob)
+            if row is None:
+                row = conn.execute(f"{_SELECT_PAGES} WHERE key = ?", (blob,)).fetchone()
             return None if row is None else self._decode(conn, row)
 
     def get_many(self, keys: Iterable[str]) -> dict[str, PageState]:
         """Return the records of ``keys`` that exist, by key."""
         blobs = list(dict.fromkeys(bytes.fromhex(check_key(k)) for k in keys))
         out: dict[str, PageState] = {}
-        with self._reading("get_many") as conn:
+        with self._reading("get_many", waiting_ok=True) as conn:
+            waiting = self._waiting.pages
+            for blob in blobs:
+                row = waiting.get(blob)
+                if row is not None:
+                    out[blob.hex()] = self._decode(conn, row)
+            if out:
+                blobs = [b for b in blobs if b not in waiting]
             for chunk in _chunks(blobs, _IN_CHUNK):
                 sql = f"{_SELECT_PAGES} WHERE key IN ({', '.join('?' * len(chunk))})"
                 for row in conn.execute(sql, chunk):
@@ -741,6 +825,10 @@ class SQLiteStore(ClosingStore):
         New records without a ``doc_id`` get the next one (doc ids are never reused);
         existing records keep theirs. The records passed in are not changed.
         """
+        if self.write_behind:
+            states = list(states)
+            if self._put_behind(states):
+                return
         refused: list[PageState] = []
         n_refused = 0
         with self._writing("put_many") as conn:
@@ -769,8 +857,77 @@ class SQLiteStore(ClosingStore):
             stored.update({blob.hex(): (v, lc) for blob, v, lc in conn.execute(sql, part)})
         return [s for s in chunk if stored.get(s.key) != (s.visits, s.last_crawl)]
 
+    def _put_behind(self, states: list[PageState]) -> bool:
+        """:meth:`put_many` writing behind; False (nothing done) for a new record that
+        names its own doc_id, which only the file can check."""
+        with self._reading("put_many", waiting_ok=True) as conn:
+            rows = [self._encode(conn, s) for s in states]
+            waiting = self._waiting.pages
+            stored = self._versions(conn, [r[0] for r in rows if r[0] not in waiting])
+            new = {r[0] for r in rows if not self._waiting.in_file(r[0], stored)}
+            if any(
+                r[3] is not None and r[0] in new and r[3] != _doc_id(waiting, r[0]) for r in rows
+            ):
+                return False  # a new record naming its own doc id: checked by the file
+            given: dict[bytes, tuple[Any, ...]] = {}
+            refused: list[PageState] = []
+            for state, row in zip(states, rows, strict=True):
+                blob = row[0]
+                prior = given.get(blob) or waiting.get(blob)
+                version = (prior[VISITS], prior[LAST_CRAWL]) if prior else stored.get(blob)
+                if version is not None and row_regresses(version, row):
+                    refused.append(state)
+                else:
+                    given[blob] = row
+            self._give_doc_ids(conn, given, new)
+        if refused:
+            self.regressions_refused += len(refused)
+            log_regressions(self, refused)
+        self._written_behind()
+        return True
+
+    def _give_doc_ids(
+        self, conn: sqlite3.Connection, rows: dict[bytes, tuple[Any, ...]], new: Collection[bytes]
+    ) -> None:
+        """Add ``rows`` to the write-behind ones; those of ``new`` records (absent from the
+        file) get the next doc ids, as the file's AUTOINCREMENT would give them."""
+        waiting = self._waiting
+        waiting.noted()
+        fresh = [blob for blob in rows if blob in new and blob not in waiting.new]
+        if fresh:
+            found = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'pages'")
+            row = found.fetchone()
+            waiting.last_doc_id = max(waiting.last_doc_id, row[0] if row else 0)
+            for blob in fresh:
+                waiting.last_doc_id += 1
+                old = rows[blob]
+                rows[blob] = (*old[:3], waiting.last_doc_id, *old[4:])
+                waiting.new[blob] = None
+        for blob, row in rows.items():
+            prior = waiting.pages.get(blob)
+            if prior is not None and blob in waiting.new:  # its doc id stays the one given
+                row = (*row[:3], prior[3], *row[4:])
+            waiting.pages[blob] = row
+
+    def _versions(
+        self, conn: sqlite3.Connection, blobs: list[bytes]
+    ) -> dict[bytes, tuple[int, float | None]]:
+        """``(visits, last_crawl)`` of the stored records of ``blobs``, by key."""
+        out: dict[bytes, tuple[int, float | None]] = {}
+        for part in _chunks(blobs, _IN_CHUNK):
+            sql = (
+                "SELECT key, visits, last_crawl FROM pages "
+                f"WHERE key IN ({', '.join('?' * len(part))})"
+            )
+            out.update({blob: (v, lc) for blob, v, lc in conn.execute(sql, part)})
+        return out
+
     def add_many(self, states: Iterable[PageState]) -> list[str]:
         """Insert the records whose key is absent; return their keys in input order."""
+        if self.write_behind:
+            states = list(states)
+            if not any(s.doc_id for s in states):
+                return self._add_behind(states)
         added: list[str] = []
         with self._writing("add_many") as conn:
             for chunk in _chunks(states, _CHUNK):
@@ -804,6 +961,21 @@ class SQLiteStore(ClosingStore):
                 added.extend(s.key for s in fresh.values())
             self._pending += len(added)
         return added
+
+    def _add_behind(self, states: list[PageState]) -> list[str]:
+        """:meth:`add_many` writing behind (records without doc ids)."""
+        with self._reading("add_many", waiting_ok=True) as conn:
+            fresh: dict[bytes, PageState] = {}
+            for state in states:
+                fresh.setdefault(bytes.fromhex(check_key(state.key)), state)
+            rows = {blob: self._encode(conn, s) for blob, s in fresh.items()}
+            waiting = self._waiting.pages
+            absent = [blob for blob in rows if blob not in waiting]
+            stored = self._versions(conn, absent)
+            new = {blob: rows[blob] for blob in absent if blob not in stored}
+            self._give_doc_ids(conn, new, new.keys())
+        self._written_behind()
+        return [fresh[blob].key for blob in new]
 
     def delete(self, key: str) -> bool:
         """Remove the record of ``key``; return whether there was one."""
@@ -995,20 +1167,25 @@ class SQLiteStore(ClosingStore):
 
     def get_site(self, host: str) -> SiteState | None:
         """Return the site record of ``host``, or None."""
-        with self._reading("get_site") as conn:
-            row = conn.execute(f"{_SELECT_SITES} WHERE host = ?", (host,)).fetchone()
+        with self._reading("get_site", waiting_ok=True) as conn:
+            row = self._waiting.sites.get(host)
+            if row is None:
+                row = conn.execute(f"{_SELECT_SITES} WHERE host = ?", (host,)).fetchone()
             return None if row is None else _site(row)
 
     def put_site(self, site: SiteState) -> None:
         """Insert or replace the site record of ``site.host``."""
         check_site(site)
+        row = (site.host, site.visits, site.changes, site.p_c, site.refresh_secs,
+               site.updated_at, _dumps(site.checks) if site.checks else None)  # fmt: skip
+        if self.write_behind:
+            with self._reading("put_site", waiting_ok=True):
+                self._waiting.noted()
+                self._waiting.sites[site.host] = row
+            self._written_behind()
+            return
         with self._writing("put_site") as conn:
-            conn.execute(
-                "INSERT OR REPLACE INTO sites (host, visits, changes, p_c, refresh_secs, "
-                "updated_at, checks) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (site.host, site.visits, site.changes, site.p_c, site.refresh_secs,
-                 site.updated_at, _dumps(site.checks) if site.checks else None),
-            )  # fmt: skip
+            conn.execute(_REPLACE_SITES, row)
             self._pending += 1
 
     def sites(self) -> Iterator[SiteState]:
@@ -1120,8 +1297,10 @@ class SQLiteStore(ClosingStore):
                     and conn.in_transaction
                     and self._commit_due()
                 ):
-                    with self._reading("commit"):
+                    with self._reading("commit", waiting_ok=True):
                         self._commit(conn)
+                if not self._grouped and conn is not None:
+                    self._written_behind()
 
     def flush(self) -> None:
         """Commit pending writes: once this returns they survive a killed process."""

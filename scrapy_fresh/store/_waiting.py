@@ -1,0 +1,83 @@
+"""Writes an SQLite store keeps in memory before it writes them to its file (write-behind).
+
+With ``commit_secs`` above 0 (:setting:`FRESH_COMMIT_SECS`), :class:`SQLiteStore
+<scrapy_fresh.store.sqlite.SQLiteStore>` keeps the rows of the records and sites it is
+given here, already encoded as the file holds them, and writes them all in one short
+transaction once ``commit_secs`` have passed since the oldest, once ``batch_size`` are
+waiting, before any call that reads or writes the file some other way, on ``flush()``
+and on ``close()``. Its own reads see them (read-your-writes); the file's write lock is
+held only while they are written, so other processes wait milliseconds, not seconds.
+
+The rows keep the store's one rule for records (DESIGN.md, invariants): a write never
+moves a record back (:func:`~scrapy_fresh.store.base.regresses`), checked here against
+the waiting row or, for a key with none, the row in the file.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+__all__ = ["LAST_CRAWL", "VISITS", "Waiting", "row_regresses"]
+
+#: Positions of ``last_crawl`` and ``visits`` in a page row (``_PAGE_COLUMNS`` order).
+LAST_CRAWL = 7
+VISITS = 13
+
+
+def row_regresses(stored: tuple[Any, Any], incoming: tuple[Any, ...]) -> bool:
+    """Whether a page row ``incoming`` would move a record whose ``(visits,
+    last_crawl)`` are ``stored`` back: :func:`~scrapy_fresh.store.base.regresses` on rows.
+
+    >>> row = (None,) * 7 + (50.0,) + (None,) * 5 + (2,)
+    >>> row_regresses((2, 60.0), row), row_regresses((2, 50.0), row), row_regresses((3, None), row)
+    (True, False, True)
+    """
+    visits, last = stored
+    if incoming[VISITS] < visits:
+        return True
+    return last is not None and (incoming[LAST_CRAWL] is None or incoming[LAST_CRAWL] < last)
+
+
+class Waiting:
+    """The page and site rows not yet written to the file, by key and by host, in the
+    order they were first given (the file gives new records their doc ids in it)."""
+
+    def __init__(self) -> None:
+        self.pages: dict[bytes, tuple[Any, ...]] = {}
+        self.sites: dict[str, tuple[Any, ...]] = {}
+        #: Keys of the waiting rows of new records (absent from the file), in the order
+        #: their doc ids were given, and the last doc id given.
+        self.new: dict[bytes, None] = {}
+        self.last_doc_id = 0
+        self._since = 0.0  # time.monotonic() of the oldest waiting row
+
+    def __len__(self) -> int:
+        return len(self.pages) + len(self.sites)
+
+    def __bool__(self) -> bool:
+        return bool(self.pages or self.sites)
+
+    def noted(self) -> None:
+        """Call before adding rows: starts the clock of the oldest one."""
+        if not self:
+            self._since = time.monotonic()
+
+    def due(self, batch_size: int, secs: float) -> bool:
+        """Whether the rows are to be written now: ``batch_size`` waiting, or ``secs``
+        passed since the oldest."""
+        if not self:
+            return False
+        return len(self) >= batch_size or time.monotonic() - self._since >= secs
+
+    def in_file(self, blob: bytes, stored: dict[bytes, Any]) -> bool:
+        """Whether the record of ``blob`` is in the file: a waiting row not of a new
+        record, or ``blob`` among the ``stored`` keys read from the file."""
+        if blob in self.pages:
+            return blob not in self.new
+        return blob in stored
+
+    def clear(self) -> None:
+        self.pages.clear()
+        self.sites.clear()
+        self.new.clear()

@@ -430,6 +430,8 @@ class FreshConfig:
         ...     "news.example.com:8080").value
         'smart'
         """
+        if not self.providers:  # the default: asked once per visit
+            return None
         name = host.split(":", 1)[0].lower()
         while name:
             if name in self.providers:

@@ -47,9 +47,9 @@ from scrapy_fresh.outcome import Outcome
 from scrapy_fresh.policy.trust import TrustParams
 from scrapy_fresh.providers.discovery import ROBOTS_MAX_BYTES, DiscoveryLimits, SitemapDiscovery
 from scrapy_fresh.providers.document import looks_like_document, parse_document
-from scrapy_fresh.providers.http import header_signals
+from scrapy_fresh.providers.http import has_header_signals, header_signals
 from scrapy_fresh.providers.ledger import QUIET_KIND, TrustLedger
-from scrapy_fresh.providers.meta import meta_signals
+from scrapy_fresh.providers.meta import has_meta_signals, meta_signals
 from scrapy_fresh.providers.safexml import Limits
 from scrapy_fresh.providers.signals import (
     AnnouncedUpdate,
@@ -593,13 +593,7 @@ class FreshProviderMiddleware:
         self._postponed.discard(state.key)
         own: Signals | None = None
         if visit is not None and outcome not in (Outcome.GONE, Outcome.ERROR):
-            report = ParseReport()
-            own = meta_signals(visit[0], state.url, now, report)
-            self._count_skipped(report)
-            if headers:  # a 304's own lifetime (the conditional check took the answer)
-                answer = header_signals(headers, state.url, now)
-                self._count_skipped(answer.report)
-                own.extend(answer)
+            own = self._visit_signals(visit[0], state.url, now, headers)
         moved = self.tracker.after_visit(state, outcome, now, own)
         if outcome in (Outcome.GONE, Outcome.ERROR):
             return moved
@@ -607,6 +601,26 @@ class FreshProviderMiddleware:
             state.next_due = max(state.next_due, now + self.runtime.config.max_refresh_secs)
             moved = True
         return moved
+
+    def _visit_signals(
+        self, meta: Mapping[str, Any], url: str, now: float, headers: Mapping[str, str | None]
+    ) -> Signals | None:
+        """The signals of a visit's request meta, then those of a 304's headers (its own
+        lifetime: the conditional check took the answer); None when neither holds any
+        :func:`meta_signals` or :func:`header_signals` would read, which would find and
+        skip nothing (the tracker takes None for no signals)."""
+        own: Signals | None = None
+        if has_meta_signals(meta):
+            report = ParseReport()
+            own = meta_signals(meta, url, now, report)
+            self._count_skipped(report)
+        if headers and has_header_signals(headers):
+            answer = header_signals(headers, url, now)
+            self._count_skipped(answer.report)
+            if own is None:
+                return answer
+            own.extend(answer)
+        return own
 
     def _log_trust_change(self, host: str, kind: str, demoted: bool, score: float) -> None:
         if kind == QUIET_KIND:

@@ -16,7 +16,7 @@ from scrapy_fresh.providers._common import FUTURE_TOLERANCE_SECS
 from scrapy_fresh.providers.dates import parse_rfc822
 from scrapy_fresh.providers.signals import NotBefore, PastUpdate, Signals
 
-__all__ = ["cache_lifetime", "header_signals"]
+__all__ = ["cache_lifetime", "has_header_signals", "header_signals"]
 
 #: Longest lifetime read from a header (one year, RFC 9111's advice for Expires).
 MAX_LIFETIME_SECS = 365 * 86400.0
@@ -42,8 +42,10 @@ def cache_lifetime(headers: Mapping[str, str | None], signals: Signals) -> float
     ...                 "date": "Thu, 01 Jan 1970 00:00:00 GMT"}, Signals())
     3600.0
     """
-    report = signals.report
     control = headers.get("cache-control") or ""
+    if not (control or headers.get("expires")):
+        return None  # nothing says a lifetime (Date and Age only measure one)
+    report = signals.report
     directives: dict[str, str | None] = {}
     for part in control.split(","):
         name, sep, value = part.strip().partition("=")
@@ -74,6 +76,21 @@ def cache_lifetime(headers: Mapping[str, str | None], signals: Signals) -> float
     if lifetime <= 0:
         return None
     return min(lifetime, MAX_LIFETIME_SECS)
+
+
+def has_header_signals(headers: Mapping[str, str | None]) -> bool:
+    """Whether ``headers`` hold anything :func:`header_signals` reads: without a
+    ``Last-Modified``, ``Cache-Control`` or ``Expires`` it finds and skips nothing (it reads
+    ``Date`` and ``Age`` only to measure the lifetime these give).
+
+    >>> has_header_signals({"etag": '"x"', "date": "Thu, 01 Jan 1970 00:00:00 GMT"})
+    False
+    >>> has_header_signals({"cache-control": "no-cache"})
+    True
+    """
+    return bool(
+        headers.get("last-modified") or headers.get("cache-control") or headers.get("expires")
+    )
 
 
 def header_signals(headers: Mapping[str, str | None], url: str, now: float) -> Signals:

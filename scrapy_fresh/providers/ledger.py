@@ -219,6 +219,9 @@ class TrustLedger:
         self.store = store
         self.params = params
         self._cache: dict[tuple[str, str], HostTrust | None] = {}
+        #: host -> the kinds of :data:`SIGNAL_KINDS` it sends, by the cached records (so
+        #: as good as they are until one of the host's is written or the cache dropped)
+        self._in_use: dict[str, frozenset[str]] = {}
 
     def get(self, host: str, kind: str) -> HostTrust | None:
         """The trust of ``host`` in ``kind``, or None if it never sent such a claim."""
@@ -241,8 +244,18 @@ class TrustLedger:
         return entry.record if entry is not None else TrustRecord()
 
     def kinds_in_use(self, host: str, kinds: tuple[str, ...] = SIGNAL_KINDS) -> list[str]:
-        """The kinds among ``kinds`` that ``host`` has sent claims of."""
-        return [k for k in kinds if self.get(host, k) is not None]
+        """The kinds among ``kinds`` that ``host`` has sent claims of.
+
+        Asked at every visit of a page with updates on record: once every kind's record
+        of the host is cached, the answer is kept until one is written (no record is
+        read from the store sooner than it would be)."""
+        in_use = self._in_use.get(host)
+        if in_use is None:
+            if kinds != SIGNAL_KINDS:
+                return [k for k in kinds if self.get(host, k) is not None]
+            in_use = frozenset(k for k in SIGNAL_KINDS if self.get(host, k) is not None)
+            self._in_use[host] = in_use
+        return [k for k in kinds if k in in_use]
 
     def _update(
         self, host: str, kind: str, change: Callable[[HostTrust, bool], bool]
@@ -261,6 +274,7 @@ class TrustLedger:
 
         self.store.update_meta(TRUST_NAMESPACE, trust_key(host, kind), apply)
         self._cache[(host, kind)] = seen[0]
+        self._in_use.pop(host, None)
         return seen[0]
 
     def claimed(self, host: str, kind: str, now: float, *, when: bool = True) -> None:
@@ -342,6 +356,7 @@ class TrustLedger:
     def forget_cache(self) -> None:
         """Drop cached records (another process may have written)."""
         self._cache.clear()
+        self._in_use.clear()
 
 
 def iter_trust(store: StateStore) -> Iterator[HostTrust]:

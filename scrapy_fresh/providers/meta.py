@@ -14,7 +14,7 @@ from typing import Any
 from scrapy_fresh.providers.dates import parse_w3c
 from scrapy_fresh.providers.signals import AnnouncedUpdate, ParseReport, PastUpdate, Signals
 
-__all__ = ["FUTURE_SLACK_SECS", "declared_update", "meta_signals", "meta_time"]
+__all__ = ["FUTURE_SLACK_SECS", "declared_update", "has_meta_signals", "meta_signals", "meta_time"]
 
 #: A past update may lie this far after ``now`` (clock skew) before it is refused.
 FUTURE_SLACK_SECS = 3600.0
@@ -40,6 +40,16 @@ def _entries(value: Any) -> Iterable[Any]:
     if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
         return [value]
     return value
+
+
+def has_meta_signals(meta: Mapping[str, Any]) -> bool:
+    """Whether ``meta`` holds anything :func:`meta_signals` reads: without, it finds and
+    skips nothing (a key set to None is read as absent).
+
+    >>> has_meta_signals({"fresh_updates": []}), has_meta_signals({"fresh_schedule": None})
+    (True, False)
+    """
+    return meta.get("fresh_updates") is not None or meta.get("fresh_schedule") is not None
 
 
 def meta_signals(meta: Mapping[str, Any], url: str, now: float, report: ParseReport) -> Signals:

@@ -44,7 +44,7 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from scrapy_fresh.keys import url_host, url_key
@@ -104,6 +104,7 @@ MAX_CLAIMS_PER_PAGE = 64
 #: Hosts whose changes seen in this run are kept (beyond: the least recent dropped).
 MAX_HOST_RATES = 100_000
 _JUDGED = (Outcome.CHANGED, Outcome.UNCHANGED, Outcome.NOT_MODIFIED)
+_PAST_OR_LASTMOD = frozenset({*PAST_KINDS, "http-lastmod"})
 
 
 class PageRecords(Protocol):
@@ -126,7 +127,8 @@ class _Visit:
     #: changes the page's visits found before, and the time those visits covered
     prev_changes: int = 0
     prev_watched: float = 0.0
-    own: Signals = field(default_factory=Signals)
+    #: what its response said of it (None: nothing, as most answers, and every 304)
+    own: Signals | None = None
 
 
 logger = logging.getLogger(__name__)
@@ -168,19 +170,48 @@ def _no_stat(name: str, count: int = 1) -> None:
     """The default stats sink: nothing."""
 
 
-def _freshen(own: Signals, claim: QuietClaim, url: str, now: float) -> None:
-    """A 304 answer (or an unchanged HEAD probe) that makes no quiet claim of its own
-    (a 304's ``Cache-Control`` / ``Expires`` reach ``own``) keeps the claim of the copy it
-    validated, from ``now``: the lifetime ``until - claimed_at`` and the quiet window.
-    HTTP caches do the same (RFC 9111, Section 4.3.4: a 304 freshens the stored
-    response)."""
+def _joined(first: Signals | None, then: Signals | None, *, copy: bool = False) -> Signals:
+    """``first``'s signals, then ``then``'s, in a new bundle; or, when one of them has
+    none, the other as it is (unless ``copy``): most visits have one bundle or none to
+    join, and need no copy. The tracker never adds to a bundle it did not just make, so
+    sharing one is safe. (``sitemaps``, which no page's own signals carry, may be left
+    out.)"""
+    if then is None or not len(then):
+        found = first
+    elif first is None or not len(first):
+        found = then
+    else:
+        found = None
+    if found is not None and not copy:
+        return found
+    joined = Signals()
+    for part in (first, then):
+        if part is not None:
+            joined.extend(part)
+    return joined
+
+
+def _dated(own: Signals) -> bool:
+    """Whether a page's own signals date an update of it other than by its
+    ``Last-Modified`` (a spider's ``fresh_updates``, a feed's own entry)."""
+    return any(claim.signal != "http-lastmod" for claim in own.past)
+
+
+def _freshened(own: Signals, claim: QuietClaim, url: str, now: float) -> Signals:
+    """``own`` with what a 304 answer (or an unchanged HEAD probe) that makes no quiet
+    claim of its own (a 304's ``Cache-Control`` / ``Expires`` reach ``own``) keeps of the
+    claim of the copy it validated, from ``now``: the lifetime ``until - claimed_at`` and
+    the quiet window. HTTP caches do the same (RFC 9111, Section 4.3.4: a 304 freshens
+    the stored response)."""
     if own.not_before or own.quiet:
-        return
+        return own
+    kept = Signals()
     if claim.until is not None and claim.until > claim.claimed_at:
-        own.not_before.append(NotBefore(url, now + (claim.until - claim.claimed_at), QUIET_KIND))
+        kept.not_before.append(NotBefore(url, now + (claim.until - claim.claimed_at), QUIET_KIND))
     window = claim.window(url)
     if window is not None:
-        own.quiet.append(window)
+        kept.quiet.append(window)
+    return _joined(own, kept)
 
 
 class SignalTracker:
@@ -276,7 +307,8 @@ class SignalTracker:
         visit = self._visits.get(key)
         if visit is None:
             return False
-        visit.own.extend(signals)
+        if len(signals):  # most answers say nothing of their own page
+            visit.own = _joined(visit.own, signals, copy=True)
         return True
 
     def after_visit(
@@ -296,11 +328,8 @@ class SignalTracker:
         pending = self._pending.pop(state.key, None)
         if outcome in (Outcome.GONE, Outcome.ERROR):
             return False
-        own = Signals()
+        own = Signals() if visit is None else _joined(signals, visit.own)
         if visit is not None:
-            if signals is not None:
-                own.extend(signals)
-            own.extend(visit.own)
             since = visit.prev_last_crawl
             claim = (
                 self._claim_in_force(state.key, state.host, since) if since is not None else None
@@ -308,9 +337,9 @@ class SignalTracker:
             if self.trust_enabled and outcome in _JUDGED:
                 self._check_claims(state, outcome, visit, own, now, claim)
             if outcome is Outcome.NOT_MODIFIED and claim is not None:
-                _freshen(own, claim, state.url, now)
+                own = _freshened(own, claim, state.url, now)
         if pending is not None:
-            own.extend(pending)
+            own = _joined(own, pending)
         before = (state.next_due, state.provider)
         consume_announced(state, now)
         self._absorb(state, own, now, visited=True)
@@ -490,10 +519,59 @@ class SignalTracker:
         host = state.host
         changed = outcome is Outcome.CHANGED
         ledger = self.ledger
-        remembered = self._claims.pop(state.key, None) or []
+        remembered = self._claims.pop(state.key, None)
+        new_lm = parse_http_date(state.last_modified)
+        past: dict[str, float] = {}
+        future: dict[str, float] = {}
+        # Most visits have no claim to judge: none remembered from this run, no update
+        # on record from an earlier one, no date of the page's own but Last-Modified
+        # (judged below).
+        if remembered or visit.prev_past or visit.prev_future or _dated(own):
+            past, future = self._claims_made(
+                host, visit, own, remembered or [], since, now, new_lm
+            )
+        verdict = Evidence.CONFIRMED if changed else Evidence.REFUTED
+        chance = self._chance(host, visit, changed, now - since)
+        for kind, weight in sorted({**past, **future}.items()):
+            self._observe(host, kind, verdict, weight, chance)
+        if changed and not past:
+            for kind in ledger.kinds_in_use(host, PAST_KINDS):
+                entry = ledger.get(host, kind)
+                if entry is not None and entry.last_claim_at > since:
+                    self._observe(host, kind, Evidence.MISSED)
+        # the page's own Last-Modified (a 304's tells nothing: not read)
+        not_modified = outcome is Outcome.NOT_MODIFIED
+        old_lm = None if not_modified else parse_http_date(visit.prev_last_modified)
+        if old_lm is not None and new_lm is not None:
+            if new_lm > old_lm:
+                self._observe(
+                    host,
+                    "http-lastmod",
+                    Evidence.CONFIRMED if changed else Evidence.REFUTED,
+                    chance=chance,
+                )
+            elif changed:
+                self._observe(host, "http-lastmod", Evidence.MISSED)
+        # the quiet claim (max-age, Expires, ttl, skipHours/Days) made for this interval
+        if quiet is not None:
+            self._check_quiet(host, quiet, changed, since, now, new_lm, chance)
+
+    def _claims_made(
+        self,
+        host: str,
+        visit: _Visit,
+        own: Signals,
+        remembered: list[tuple[str, float, float | None]],
+        since: float,
+        now: float,
+        new_lm: float | None,
+    ) -> tuple[dict[str, float], dict[str, float]]:
+        """The kinds of the claims about a page that its visit at ``now`` judges (those
+        about ``(since, now]``, since its last crawl), each with the observation's
+        weight: past updates (1), then announced ones."""
+        ledger = self.ledger
         window = [(k, t, p) for k, t, p in remembered if since < t <= now]
         explained = {t for _, t, _ in window}
-        new_lm = parse_http_date(state.last_modified)
         # past updates claimed for this page since the last crawl, by kind
         past: dict[str, float] = {k: 1.0 for k, _, p in window if p is None}
         for claim in own.past:  # the page's own dates, read in this very visit
@@ -502,7 +580,6 @@ class SignalTracker:
         if any(since < t <= now and t != new_lm and t not in explained for t in visit.prev_past):
             for kind in ledger.kinds_in_use(host, PAST_KINDS):  # claims of an earlier run
                 past.setdefault(kind, 1.0)
-        # announced updates that were due by now, by kind (weight: their probability)
         # announced updates that were due by now, by kind: judged together, the chance
         # that at least one of the distinct instants came true (policy.trust,
         # any_announced), which is also the observation's weight
@@ -519,30 +596,7 @@ class SignalTracker:
         if earlier:
             for kind in ledger.kinds_in_use(host, FUTURE_KINDS):  # claims of an earlier run
                 future.setdefault(kind, any_announced(earlier.values()))
-        verdict = Evidence.CONFIRMED if changed else Evidence.REFUTED
-        chance = self._chance(host, visit, changed, now - since)
-        for kind, weight in sorted({**past, **future}.items()):
-            self._observe(host, kind, verdict, weight, chance)
-        if changed and not past:
-            for kind in ledger.kinds_in_use(host, PAST_KINDS):
-                entry = ledger.get(host, kind)
-                if entry is not None and entry.last_claim_at > since:
-                    self._observe(host, kind, Evidence.MISSED)
-        # the page's own Last-Modified
-        old_lm = parse_http_date(visit.prev_last_modified)
-        if outcome is not Outcome.NOT_MODIFIED and old_lm is not None and new_lm is not None:
-            if new_lm > old_lm:
-                self._observe(
-                    host,
-                    "http-lastmod",
-                    Evidence.CONFIRMED if changed else Evidence.REFUTED,
-                    chance=chance,
-                )
-            elif changed:
-                self._observe(host, "http-lastmod", Evidence.MISSED)
-        # the quiet claim (max-age, Expires, ttl, skipHours/Days) made for this interval
-        if quiet is not None:
-            self._check_quiet(host, quiet, changed, since, now, new_lm, chance)
+        return past, future
 
     def _claim_in_force(self, key: str, host: str, since: float) -> QuietClaim | None:
         """The quiet claim made about ``key`` since its crawl at ``since`` that reached
@@ -674,10 +728,33 @@ class SignalTracker:
 
     def _absorb(self, state: PageState, signals: Signals, now: float, *, visited: bool) -> None:
         """Put ``signals`` (all about ``state``) into it; set its level and due time."""
+        if len(signals):  # most visits carry none: nothing to note, remember or add
+            self._take(state, signals, now)
+        cache_ok = self.ledger.trusted(state.host, QUIET_KIND)
+        claim = self._quiet_claim(state, signals, now, visited=visited)
+        self._place(
+            state,
+            claim if cache_ok else None,
+            now,
+            cache_ok=cache_ok,
+            # a not-before time moves the due time when it is said (later signals start
+            # from the due time it gave); a quiet window holds until the next visit
+            fresh_claim=bool(signals.not_before),
+            visited=visited,
+        )
+
+    def _take(self, state: PageState, signals: Signals, now: float) -> None:
+        """Note ``signals``' kinds for the host, remember their claims to judge at the
+        next visit, and add the trusted past and announced updates to ``state``. (A
+        page's own ``http-lastmod`` date is only noted: its visits judge and record it by
+        the record's ``Last-Modified``.)"""
         host = state.host
         ledger = self.ledger
-        kinds = {s.signal for s in signals.past} | {s.signal for s in signals.announced}
-        kinds |= {s.signal for s in signals.not_before} | {s.signal for s in signals.quiet}
+        kinds = {
+            s.signal
+            for said in (signals.past, signals.announced, signals.not_before, signals.quiet)
+            for s in said
+        }
         for kind in sorted(kinds):
             # when a claim came matters for the claims about other pages (a change
             # without one since the visit before is a miss), not for a page's own
@@ -696,12 +773,20 @@ class SignalTracker:
             for s in signals.past
             if s.signal != "http-lastmod" and ledger.trusted(host, s.signal)
         ]
-        add_past(state, past)
+        if past:  # none: add_past would add nothing
+            add_past(state, past)
+        if signals.announced:  # none: add_announced would add nothing
+            self._take_announced(state, signals, now)
+
+    def _take_announced(self, state: PageState, signals: Signals, now: float) -> None:
+        """Add ``signals``' announced updates (all about ``state``) to it."""
+        host = state.host
+        ledger = self.ledger
         # announced updates at P_update = trust x probability, or, for a host caught
         # publishing false signals of another kind, only the trust they earned
         # (policy.trust.announced_probability); believed as announced with trust off:
         # nothing is judged, every claim is taken at its word
-        caught = self._caught(host) if self.trust_enabled and signals.announced else set()
+        caught = self._caught(host) if self.trust_enabled else set()
         announced = [
             (
                 a.when,
@@ -717,7 +802,7 @@ class SignalTracker:
             for a in signals.announced
             if ledger.trusted(host, a.signal)
         ]
-        if self.trust_enabled and signals.announced:
+        if self.trust_enabled:
             # An upcoming instant announced again is weighed by the trust of now, not
             # kept at the most its host was ever believed: once the host is caught or
             # the kind demoted, its re-announced instants drop out (P = 0 says nothing).
@@ -727,18 +812,38 @@ class SignalTracker:
             ]
             announced = [(t, p) for t, p in announced if p > 0.0]
         add_announced(state, announced, now)
-        cache_ok = ledger.trusted(host, QUIET_KIND)
-        claim = self._quiet_claim(state, signals, now, visited=visited)
-        # a not-before time moves the due time when it is said (later signals start
-        # from the due time it gave); a quiet window holds until the next visit
-        fresh_claim = bool(signals.not_before)
-        used = set(ledger.kinds_in_use(host)) or {"http-lastmod"}
-        past_ok = any(ledger.trusted(host, k) for k in {*PAST_KINDS, "http-lastmod"} & used) or (
-            not {*PAST_KINDS, "http-lastmod"} & used
-        )
-        future_ok = any(ledger.trusted(host, k) for k in set(FUTURE_KINDS) & used) or (
-            not set(FUTURE_KINDS) & used
-        )
+
+    def _kinds_trusted(self, host: str) -> tuple[bool, bool]:
+        """Whether ``host``'s past updates and its announced ones are to be used: some
+        kind of each it sends is trusted, or it sends none of that kind."""
+        ledger = self.ledger
+        used = ledger.kinds_in_use(host)
+        past = [k for k in used if k in _PAST_OR_LASTMOD]
+        future = [k for k in used if k in FUTURE_KINDS]
+        past_ok = not past or any(ledger.trusted(host, k) for k in past)
+        future_ok = not future or any(ledger.trusted(host, k) for k in future)
+        return past_ok, future_ok
+
+    def _place(
+        self,
+        state: PageState,
+        quiet: QuietClaim | None,
+        now: float,
+        *,
+        cache_ok: bool,
+        fresh_claim: bool,
+        visited: bool,
+    ) -> None:
+        """Set the level ``state``'s updates on record earn and its due time, given the
+        quiet claim in force (None: none, or its host's quiet claims are not trusted);
+        ``fresh_claim``: a not-before time was said now."""
+        host = state.host
+        ledger = self.ledger
+        # Without updates on record neither the level (detected_level) nor the due time
+        # (signal_due: use_past, use_future) depends on trust: nothing to read.
+        past_ok = future_ok = True
+        if state.past_updates or state.future_updates:
+            past_ok, future_ok = self._kinds_trusted(host)
         fixed = self.fixed_level(state)
         if fixed is None and self.autodetect:
             level = detected_level(state, now, past_trusted=past_ok, future_trusted=future_ok)
@@ -753,10 +858,10 @@ class SignalTracker:
             return
         use_past = state.provider is not Provider.NORMAL and past_ok
         use_future = state.provider is Provider.SUPER and future_ok
-        quiet = claim if cache_ok else None
         # a quiet claim defers the page by the share of the claimed time its host earned
-        # (believed in full without trust: nothing would ever be judged)
-        weight = ledger.quiet_weight(host) if self.trust_enabled else 1.0
+        # (believed in full without trust: nothing would ever be judged); without one the
+        # share is not used
+        weight = ledger.quiet_weight(host) if self.trust_enabled and quiet is not None else 1.0
         due = signal_due(
             state,
             now,

@@ -1,6 +1,6 @@
 """A crawl killed with SIGKILL mid-cycle loses no URL: the next run fetches what was in
-flight, and with commits once a second (FRESH_COMMIT_SECS = 1) what the last interval
-had not committed."""
+flight, and writing behind once a second (FRESH_COMMIT_SECS = 1, the default) what the
+last interval had not written."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def test_sigkill_mid_cycle_then_a_new_run_fetches_what_was_in_flight(
     db = tmp_path / "s.sqlite"
     site = mockserver.MockSite(count=PAGES, linked=("n",))
     with mockserver.MockServer(site) as server:
-        config = _config(server, db)  # every visit committed as it is recorded
+        config = _config(server, db, FRESH_COMMIT_SECS=0)  # a transaction per visit
         _kill_after(spawn, config, tmp_path, server, 5)
         fetched_before = [r.path for r in server.site.log]
         assert 5 <= len(fetched_before) < PAGES + 1, fetched_before

@@ -9,6 +9,9 @@ One verdict per page (:func:`judge`), in this order:
    or items appeared or went away (they are matched by their position on the page, or
    by :setting:`FRESH_ITEM_KEY_FIELD`, :func:`~scrapy_fresh.fingerprint.itemfields.match_items`). The
    page's own markup -- its sidebar, its footer, its render time -- is not looked at.
+   Stored hashes made by other field rules (the user changed :setting:`FRESH_FIELD_RULES`
+   or :setting:`FRESH_FINGERPRINT_FIELDS`: their field scheme tag differs) are compared
+   with the items hashed again by those rules (:attr:`PageContent.rehash`): still exact.
 3. A page that yields no item (or none with a counted field) is judged by its content
    digest (:attr:`PageContent.digest`: an exact hash of the page's normalised main
    content) when both visits have one made by the same scheme
@@ -35,7 +38,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from scrapy_fresh.fingerprint.content import digest_scheme
-from scrapy_fresh.fingerprint.itemfields import FieldRules, changed_fields, match_items
+from scrapy_fresh.fingerprint.itemfields import (
+    FieldRules,
+    changed_fields,
+    match_items,
+    untagged,
+)
 from scrapy_fresh.fingerprint.shingles import changed as simhash_changed
 from scrapy_fresh.fingerprint.shingles import hamming
 
@@ -44,7 +52,7 @@ if TYPE_CHECKING:
 
     from scrapy_fresh.store.base import PageState
 
-__all__ = ["PageContent", "Verdict", "judge"]
+__all__ = ["Hashed", "PageContent", "Verdict", "judge"]
 
 
 @dataclass(frozen=True)
@@ -70,6 +78,11 @@ class PageContent:
     :param redigest: given the scheme tag of a stored digest, the digests of this page
         made with each rule set known to make that tag other than the rules of
         ``digest``; None when there is none (:class:`~scrapy_fresh.crawl.schemes.ContentSchemes`).
+    :param field_scheme: the field scheme tag of ``fields`` and ``rules``
+        (:func:`~scrapy_fresh.fingerprint.itemfields.field_scheme`), kept with the hashes.
+    :param rehash: given the field scheme tag of stored item hashes, this page's items
+        hashed by each other rule set known to make that tag, with those fields and
+        rules; empty when there is none (:class:`~scrapy_fresh.crawl.schemes.FieldSchemes`).
     """
 
     simhash: int
@@ -83,6 +96,12 @@ class PageContent:
     redigest: Callable[[int], tuple[int, ...] | None] | None = field(
         default=None, compare=False, repr=False
     )
+    field_scheme: int | None = None
+    rehash: Callable[[int], list[Hashed]] | None = field(default=None, compare=False, repr=False)
+
+
+#: Items hashed by some rules: their hashes, the fields counted, the field rules.
+Hashed = tuple[list[dict[str, int]], "tuple[str, ...] | None", FieldRules]
 
 
 @dataclass(frozen=True)
@@ -112,6 +131,25 @@ def _all_fields(items: list[dict[str, int]]) -> tuple[tuple[str, ...], ...]:
     return tuple(tuple(hashes) for hashes in items)
 
 
+def _by_items(
+    old: list[dict[str, int]],
+    hashed: Hashed,
+    content: PageContent,
+    magnitude: int,
+    kept: bytes | None,
+) -> Verdict:
+    """The verdict of items hashed by some rules against the stored hashes ``old``;
+    a changed item's names are those of ``content.items``' fields."""
+    items, fields, rules = hashed
+    matches = match_items(old, items, content.key_field)
+    changes = tuple(
+        tuple(new) if m is None else tuple(changed_fields(old[m], new, fields, rules))
+        for m, new in zip(matches, items, strict=True)
+    )
+    changed = len(items) != len(old) or None in matches or any(changes)
+    return Verdict(False, changed, changes, magnitude, "items", tuple(matches), kept)
+
+
 def judge(state: PageState, content: PageContent, threshold_bits: int) -> Verdict:
     """The verdict on ``content`` against ``state`` as stored before this visit.
 
@@ -124,17 +162,16 @@ def judge(state: PageState, content: PageContent, threshold_bits: int) -> Verdic
     magnitude = hamming(state.fingerprint, content.simhash)
     old_items = state.field_hashes
     if items is not None and old_items:
-        matches = match_items(old_items, items, content.key_field)
-        changes = tuple(
-            tuple(new)
-            if m is None
-            else tuple(changed_fields(old_items[m], new, content.fields, content.rules))
-            for m, new in zip(matches, items, strict=True)
-        )
-        changed = len(items) != len(old_items) or None in matches or any(changes)
-        return Verdict(
-            False, changed, changes, magnitude, "items", tuple(matches), state.kept_items
-        )
+        old, tag = untagged(old_items)
+        kept = state.kept_items
+        if tag is not None and tag != content.field_scheme and content.rehash:
+            # Other field rules made the stored hashes (the user changed them): the
+            # items hashed again by those rules are what the hashes are compared with.
+            by_old = [_by_items(old, h, content, magnitude, kept) for h in content.rehash(tag)]
+            if by_old:
+                return next((v for v in by_old if not v.changed), by_old[0])
+        now = (items, content.fields, content.rules)
+        return _by_items(old, now, content, magnitude, kept)
     if items is None and old_items:
         return Verdict(False, True, (), magnitude, "items")  # the items went away
     stored = state.content_hash

@@ -389,7 +389,9 @@ class ItemRules:
 
     @classmethod
     def of(cls, fields: tuple[str, ...] | None, rules: FieldRules) -> ItemRules:
-        """>>> ItemRules.of(None, {"a": FieldRule()}) == ItemRules.of(None, {})
+        """The rules of a page, by field name.
+
+        >>> ItemRules.of(None, {"a": FieldRule()}) == ItemRules.of(None, {})
         True
         """
         return cls(fields, tuple(sorted((n, r) for n, r in rules.items() if r != _EXACT)))

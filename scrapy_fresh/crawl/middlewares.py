@@ -17,6 +17,7 @@ second recording of the same visit a no-op. See :doc:`/topics/conditional`.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -498,22 +499,22 @@ class FreshSpiderMiddleware(_FreshComponent):
         fields, rules = self._meta_rules(request.meta)
         hashes = [item_hashes(ItemAdapter(item), fields, rules) for item in items]
         changes_config = self.runtime.config.changes
+        item_rules = ItemRules.of(fields, rules)
+        schemes = self.runtime.field_schemes
+
+        def rehash(tag: int) -> list[Hashed]:  # by the other rules of that tag
+            return [
+                ([item_hashes(ItemAdapter(i), old.fields, old.as_dict()) for i in items],
+                 old.fields, old.as_dict())
+                for old in schemes.candidates(tag)
+                if old != item_rules
+            ]  # fmt: skip
+
         if any(hashes):
             text = "\n".join(item_text(item, fields) for item in items)
             kept = kept_items(items, hashes, changes_config, self.runtime.stat)
             values = tuple(ItemAdapter(i) for i in items) if changes_config.keep_items else ()
-            item_rules = ItemRules.of(fields, rules)
-            schemes = self.runtime.field_schemes
             schemes.remember(item_rules)
-
-            def rehash(tag: int) -> list[Hashed]:  # by the other rules of that tag
-                return [
-                    ([item_hashes(ItemAdapter(i), old.fields, old.as_dict()) for i in items],
-                     old.fields, old.as_dict())
-                    for old in schemes.candidates(tag)
-                    if old != item_rules
-                ]  # fmt: skip
-
             content = PageContent(
                 fingerprint_text(text), items=hashes, fields=fields, rules=rules,
                 key_field=changes_config.item_key_field, kept=kept, values=values,
@@ -522,6 +523,9 @@ class FreshSpiderMiddleware(_FreshComponent):
         else:
             content_rules = self._content_rules(request.meta)
             content = page_content(response, content_rules, self.runtime.schemes)
+            # Items whose fields other rules counted (the rules were narrowed): judged
+            # by those rules this once, not "gone" (verdict.judge).
+            content = dataclasses.replace(content, rehash=rehash)
         result = self.runtime.visits.record_content(
             request.meta,
             content,

@@ -382,19 +382,23 @@ def match_items(
 @dataclass(frozen=True)
 class ItemRules:
     """The fields counted and the rules of one page's items, as one hashable value
-    (rules that change nothing are left out: they hash nothing differently)."""
+    (rules that change nothing are left out, and the fields named are sorted, once
+    each: they hash nothing differently)."""
 
     fields: tuple[str, ...] | None
     rules: tuple[tuple[str, FieldRule], ...]
 
     @classmethod
     def of(cls, fields: tuple[str, ...] | None, rules: FieldRules) -> ItemRules:
-        """The rules of a page, by field name.
+        """The rules of a page's ``fields`` and ``rules``.
 
         >>> ItemRules.of(None, {"a": FieldRule()}) == ItemRules.of(None, {})
         True
+        >>> ItemRules.of(("price", "sku", "price"), {}).fields
+        ('price', 'sku')
         """
-        return cls(fields, tuple(sorted((n, r) for n, r in rules.items() if r != _EXACT)))
+        named = None if fields is None else tuple(sorted(set(fields)))  # order: no matter
+        return cls(named, tuple(sorted((n, r) for n, r in rules.items() if r != _EXACT)))
 
     def as_dict(self) -> dict[str, FieldRule]:
         return dict(self.rules)

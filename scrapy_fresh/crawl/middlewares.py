@@ -17,6 +17,7 @@ second recording of the same visit a no-op. See :doc:`/topics/conditional`.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -34,13 +35,15 @@ from scrapy_fresh.exceptions import ConfigError
 from scrapy_fresh.fingerprint.content import DEFAULT_RULES, ContentRules, digest
 from scrapy_fresh.fingerprint.itemfields import (
     FieldRule,
+    ItemRules,
+    field_scheme_of,
     item_hashes,
     merge_rules,
     parse_field_rules,
     parse_fields,
 )
 from scrapy_fresh.fingerprint.shingles import fingerprint_text
-from scrapy_fresh.fingerprint.verdict import PageContent
+from scrapy_fresh.fingerprint.verdict import Hashed, PageContent
 from scrapy_fresh.keys import url_host
 from scrapy_fresh.outcome import Outcome
 from scrapy_fresh.validators import (
@@ -496,17 +499,33 @@ class FreshSpiderMiddleware(_FreshComponent):
         fields, rules = self._meta_rules(request.meta)
         hashes = [item_hashes(ItemAdapter(item), fields, rules) for item in items]
         changes_config = self.runtime.config.changes
+        item_rules = ItemRules.of(fields, rules)
+        schemes = self.runtime.field_schemes
+
+        def rehash(tag: int) -> list[Hashed]:  # by the other rules of that tag
+            return [
+                ([item_hashes(ItemAdapter(i), old.fields, old.as_dict()) for i in items],
+                 old.fields, old.as_dict())
+                for old in schemes.candidates(tag)
+                if old != item_rules
+            ]  # fmt: skip
+
         if any(hashes):
             text = "\n".join(item_text(item, fields) for item in items)
             kept = kept_items(items, hashes, changes_config, self.runtime.stat)
             values = tuple(ItemAdapter(i) for i in items) if changes_config.keep_items else ()
+            schemes.remember(item_rules)
             content = PageContent(
                 fingerprint_text(text), items=hashes, fields=fields, rules=rules,
                 key_field=changes_config.item_key_field, kept=kept, values=values,
+                field_scheme=field_scheme_of(item_rules), rehash=rehash,
             )  # fmt: skip
         else:
             content_rules = self._content_rules(request.meta)
             content = page_content(response, content_rules, self.runtime.schemes)
+            # Items whose fields other rules counted (the rules were narrowed): judged
+            # by those rules this once, not "gone" (verdict.judge).
+            content = dataclasses.replace(content, rehash=rehash)
         result = self.runtime.visits.record_content(
             request.meta,
             content,

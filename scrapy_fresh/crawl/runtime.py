@@ -25,7 +25,7 @@ from scrapy_fresh.crawl.checks import CheckLearning
 from scrapy_fresh.crawl.documents import KnownDocuments
 from scrapy_fresh.crawl.reachability import Reachability
 from scrapy_fresh.crawl.records import CrawlRecords
-from scrapy_fresh.crawl.schemes import ContentSchemes
+from scrapy_fresh.crawl.schemes import ContentSchemes, FieldSchemes
 from scrapy_fresh.crawl.stores import check_store_choice, open_store
 from scrapy_fresh.crawl.visits import VisitRecorder
 from scrapy_fresh.frontier.frontier import Stream
@@ -154,6 +154,7 @@ class FreshRuntime:
         #: The content rules of each digest scheme tag: a page digested by rules that
         #: changed since its last visit is digested again by the old ones.
         self.schemes = ContentSchemes(lambda: self.store, self.store_error)
+        self.field_schemes = FieldSchemes(lambda: self.store, self.store_error)
         self.leases: dict[str, Lease] = {}
         self.records.dropped_listeners.append(lambda key: self.leases.pop(key, None))
         #: id(item) -> (item, outcome), filled by the spider middleware for the pipeline.

@@ -19,6 +19,7 @@ from scrapy_fresh.changes.compare import logged_changes, told_changes
 from scrapy_fresh.changes.feed import GONE_NAMESPACE
 from scrapy_fresh.exceptions import StoreError
 from scrapy_fresh.fingerprint.content import digest_scheme
+from scrapy_fresh.fingerprint.itemfields import FIELD_SCHEME_KEY, tag_hashes
 from scrapy_fresh.fingerprint.verdict import PageContent, Verdict, judge
 from scrapy_fresh.frontier.revisit import record_visit
 from scrapy_fresh.outcome import Outcome
@@ -207,12 +208,26 @@ class VisitRecorder:
         """Count a page whose stored digest another scheme made (other content rules, or
         an upgrade: ``fresh/digest_scheme_changed``), and of those the ones judged by the
         simhash, the rules being unknown (``fresh/digest_scheme_unknown``)."""
+        self._count_field_scheme(state, content)
         stored, found = state.content_hash, content.digest
         if stored is None or found is None or digest_scheme(stored) == digest_scheme(found):
             return
         self.runtime.stat("fresh/digest_scheme_changed")
         if basis == "simhash":
             self.runtime.stat("fresh/digest_scheme_unknown")
+
+    def _count_field_scheme(self, state: PageState, content: PageContent) -> None:
+        """Count a page whose item hashes other field rules made
+        (``fresh/field_scheme_changed``), and of those the ones whose rules are not
+        known, judged by the new rules (``fresh/field_scheme_unknown``)."""
+        if not (state.field_hashes and content.items) or content.field_scheme is None:
+            return
+        tag = state.field_hashes[0].get(FIELD_SCHEME_KEY)
+        if tag is None or tag == content.field_scheme:
+            return
+        self.runtime.stat("fresh/field_scheme_changed")
+        if not self.runtime.field_schemes.candidates(tag):
+            self.runtime.stat("fresh/field_scheme_unknown")
 
     def _document_due(self, state: PageState, outcome: Outcome, now: float) -> None:
         """A spider's sitemap (:mod:`scrapy_fresh.crawl.documents`) that answered is due
@@ -402,7 +417,11 @@ class VisitRecorder:
             if modified_at is not None and modified_at <= now:
                 state.add_past_update(modified_at)
         state.fingerprint = content.simhash
-        state.field_hashes = content.items or []
+        state.field_hashes = (
+            tag_hashes(content.items, content.field_scheme)
+            if content.items and content.field_scheme is not None
+            else content.items or []
+        )
         state.content_hash = content.digest
         state.kept_items = content.kept
         state.etag = etag

@@ -30,6 +30,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Final
 
 from scrapy_fresh.exceptions import ConfigError
@@ -37,15 +38,24 @@ from scrapy_fresh.fingerprint.shingles import fingerprint_text, hamming
 
 __all__ = [
     "FIELD_PREFIX",
+    "FIELD_SCHEME_KEY",
+    "ITEM_HASH_VERSION",
     "FieldRule",
     "FieldRules",
+    "ItemRules",
     "changed_fields",
+    "describe_field_rules",
+    "field_scheme",
+    "field_scheme_of",
     "item_hashes",
     "match_items",
     "merge_rules",
     "normalise_value",
     "parse_field_rules",
     "parse_fields",
+    "rebuild_field_rules",
+    "tag_hashes",
+    "untagged",
     "value_hash",
 ]
 
@@ -54,6 +64,12 @@ FIELD_PREFIX: Final = "fresh_"
 #: Highest ``fuzzy_bits``: a simhash has 64 bits, and 64 would never see a change.
 MAX_FUZZY_BITS: Final = 63
 _RULE_KEYS: Final = ("fuzzy_bits", "ignore", "skip")
+#: Version of the normalising and hashing of field values: rules of another version
+#: cannot be applied again to hash a page's items as they were hashed then.
+ITEM_HASH_VERSION: Final = 1
+#: Key under which a stored item's hashes keep the field scheme tag of the rules that
+#: made them (a ``fresh_`` name: never a field).
+FIELD_SCHEME_KEY: Final = "fresh_scheme"
 
 
 @dataclass(frozen=True)
@@ -361,3 +377,114 @@ def match_items(
         candidates = by_key.get(key)
         out.append(candidates.pop(0) if candidates else None)
     return out
+
+
+@dataclass(frozen=True)
+class ItemRules:
+    """The fields counted and the rules of one page's items, as one hashable value
+    (rules that change nothing are left out, and the fields named are sorted, once
+    each: they hash nothing differently)."""
+
+    fields: tuple[str, ...] | None
+    rules: tuple[tuple[str, FieldRule], ...]
+
+    @classmethod
+    def of(cls, fields: tuple[str, ...] | None, rules: FieldRules) -> ItemRules:
+        """The rules of a page's ``fields`` and ``rules``.
+
+        >>> ItemRules.of(None, {"a": FieldRule()}) == ItemRules.of(None, {})
+        True
+        >>> ItemRules.of(("price", "sku", "price"), {}).fields
+        ('price', 'sku')
+        """
+        named = None if fields is None else tuple(sorted(set(fields)))  # order: no matter
+        return cls(named, tuple(sorted((n, r) for n, r in rules.items() if r != _EXACT)))
+
+    def as_dict(self) -> dict[str, FieldRule]:
+        return dict(self.rules)
+
+
+def describe_field_rules(rules: ItemRules) -> dict[str, Any]:
+    """The JSON the store keeps of ``rules`` (meta records ``field_scheme``)."""
+    return {
+        "version": ITEM_HASH_VERSION,
+        "fields": None if rules.fields is None else list(rules.fields),
+        "rules": {
+            name: {
+                "ignore": [[p.pattern, p.flags] for p in rule.ignore],
+                "fuzzy_bits": rule.fuzzy_bits,
+                "skip": rule.skip,
+            }
+            for name, rule in rules.rules
+        },
+    }
+
+
+def rebuild_field_rules(held: Any) -> ItemRules | None:
+    """The rules a stored description gives, or None (another :data:`ITEM_HASH_VERSION`,
+    damage, other code).
+
+    >>> rules = ItemRules.of(("price",), {"price": FieldRule(ignore=(re.compile("€"),))})
+    >>> rebuild_field_rules(describe_field_rules(rules)) == rules
+    True
+    """
+    if not isinstance(held, dict) or held.get("version") != ITEM_HASH_VERSION:
+        return None
+    try:
+        fields = held.get("fields")
+        rules = {
+            name: FieldRule(
+                ignore=tuple(re.compile(p, flags) for p, flags in rule.get("ignore") or ()),
+                fuzzy_bits=rule.get("fuzzy_bits"),
+                skip=bool(rule.get("skip")),
+            )
+            for name, rule in (held.get("rules") or {}).items()
+        }
+        return ItemRules.of(None if fields is None else tuple(fields), rules)
+    except (TypeError, ValueError, AttributeError, re.error):
+        return None
+
+
+@lru_cache(maxsize=256)
+def field_scheme_of(rules: ItemRules) -> int:
+    """The 32-bit field scheme tag of ``rules``: a hash of their description (equal
+    rules, equal tags; other rules, other tags but for a 2**-32 collision).
+
+    >>> field_scheme_of(ItemRules.of(None, {})) == field_scheme_of(ItemRules.of(None, {}))
+    True
+    >>> field_scheme_of(ItemRules.of(None, {})) == field_scheme_of(ItemRules.of(("a",), {}))
+    False
+    """
+    text = json.dumps(describe_field_rules(rules), sort_keys=True, ensure_ascii=False)
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=4).digest(), "big")
+
+
+def field_scheme(fields: tuple[str, ...] | None, rules: FieldRules) -> int:
+    """:func:`field_scheme_of` the fields and rules of a page."""
+    return field_scheme_of(ItemRules.of(fields, rules))
+
+
+def tag_hashes(items: Sequence[Mapping[str, int]], tag: int) -> list[dict[str, int]]:
+    """Items' hashes as a record keeps them: each with the field scheme tag of the rules
+    that made them under :data:`FIELD_SCHEME_KEY`.
+
+    >>> tag_hashes([{"price": 7}], 5)
+    [{'price': 7, 'fresh_scheme': 5}]
+    """
+    return [{**hashes, FIELD_SCHEME_KEY: tag} for hashes in items]
+
+
+def untagged(items: Sequence[Mapping[str, int]]) -> tuple[list[dict[str, int]], int | None]:
+    """A record's item hashes without their field scheme tag, and the tag (None for
+    hashes stored before tags, or of no item).
+
+    >>> untagged([{"price": 7, "fresh_scheme": 5}])
+    ([{'price': 7}], 5)
+    >>> untagged([{"price": 7}])
+    ([{'price': 7}], None)
+    """
+    tag = items[0].get(FIELD_SCHEME_KEY) if items else None
+    if tag is None:
+        return [dict(hashes) for hashes in items], None
+    plain = [{k: v for k, v in hashes.items() if k != FIELD_SCHEME_KEY} for hashes in items]
+    return plain, tag

@@ -9,6 +9,9 @@ One verdict per page (:func:`judge`), in this order:
    or items appeared or went away (they are matched by their position on the page, or
    by :setting:`FRESH_ITEM_KEY_FIELD`, :func:`~scrapy_fresh.fingerprint.itemfields.match_items`). The
    page's own markup -- its sidebar, its footer, its render time -- is not looked at.
+   Stored hashes made by other field rules (the user changed :setting:`FRESH_FIELD_RULES`
+   or :setting:`FRESH_FINGERPRINT_FIELDS`: their field scheme tag differs) are compared
+   with the items hashed again by those rules (:attr:`PageContent.rehash`): still exact.
 3. A page that yields no item (or none with a counted field) is judged by its content
    digest (:attr:`PageContent.digest`: an exact hash of the page's normalised main
    content) when both visits have one made by the same scheme
@@ -31,11 +34,17 @@ much changed, not whether. No Scrapy.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from scrapy_fresh.fingerprint.content import digest_scheme
-from scrapy_fresh.fingerprint.itemfields import FieldRules, changed_fields, match_items
+from scrapy_fresh.fingerprint.itemfields import (
+    FieldRule,
+    FieldRules,
+    changed_fields,
+    match_items,
+    untagged,
+)
 from scrapy_fresh.fingerprint.shingles import changed as simhash_changed
 from scrapy_fresh.fingerprint.shingles import hamming
 
@@ -44,7 +53,9 @@ if TYPE_CHECKING:
 
     from scrapy_fresh.store.base import PageState
 
-__all__ = ["PageContent", "Verdict", "judge"]
+__all__ = ["Hashed", "PageContent", "Verdict", "judge"]
+
+_EXACT = FieldRule()
 
 
 @dataclass(frozen=True)
@@ -70,6 +81,11 @@ class PageContent:
     :param redigest: given the scheme tag of a stored digest, the digests of this page
         made with each rule set known to make that tag other than the rules of
         ``digest``; None when there is none (:class:`~scrapy_fresh.crawl.schemes.ContentSchemes`).
+    :param field_scheme: the field scheme tag of ``fields`` and ``rules``
+        (:func:`~scrapy_fresh.fingerprint.itemfields.field_scheme`), kept with the hashes.
+    :param rehash: given the field scheme tag of stored item hashes, this page's items
+        hashed by each other rule set known to make that tag, with those fields and
+        rules; empty when there is none (:class:`~scrapy_fresh.crawl.schemes.FieldSchemes`).
     """
 
     simhash: int
@@ -83,6 +99,12 @@ class PageContent:
     redigest: Callable[[int], tuple[int, ...] | None] | None = field(
         default=None, compare=False, repr=False
     )
+    field_scheme: int | None = None
+    rehash: Callable[[int], list[Hashed]] | None = field(default=None, compare=False, repr=False)
+
+
+#: Items hashed by some rules: their hashes, the fields counted, the field rules.
+Hashed = tuple[list[dict[str, int]], "tuple[str, ...] | None", FieldRules]
 
 
 @dataclass(frozen=True)
@@ -112,6 +134,61 @@ def _all_fields(items: list[dict[str, int]]) -> tuple[tuple[str, ...], ...]:
     return tuple(tuple(hashes) for hashes in items)
 
 
+def _by_items(
+    old: list[dict[str, int]],
+    hashed: Hashed,
+    content: PageContent,
+    magnitude: int,
+    kept: bytes | None,
+) -> Verdict:
+    """The verdict of items hashed by some rules against the stored hashes ``old``
+    (``content``'s own rules, or other rules that made ``old``: see :func:`_again`)."""
+    items, fields, rules = hashed
+    matches = match_items(old, items, content.key_field)
+    changes = tuple(
+        tuple(new) if m is None else tuple(changed_fields(old[m], new, fields, rules))
+        for m, new in zip(matches, items, strict=True)
+    )
+    changed = len(items) != len(old) or None in matches or any(changes)
+    return Verdict(False, changed, changes, magnitude, "items", tuple(matches), kept)
+
+
+def _again(old: Hashed, content: PageContent) -> Hashed:
+    """Items hashed by the rules of the stored hashes, compared as the rules in force
+    would: a fuzzy field made stricter (fewer ``fuzzy_bits``, or exact) by no more bits
+    than the rules in force allow (its simhash does not depend on them; exact, any bit
+    is an edit)."""
+    items, fields, rules = old
+    now = content.rules
+    stricter = dict(rules)
+    for name, rule in rules.items():
+        if rule.fuzzy_bits is None:
+            continue
+        bits = now.get(name, _EXACT).fuzzy_bits
+        stricter[name] = replace(rule, fuzzy_bits=min(rule.fuzzy_bits, bits or 0))
+    return items, fields, stricter
+
+
+def _told(verdict: Verdict, content: PageContent, stored: int) -> Verdict:
+    """A verdict reached by other rules, told in the names the rules in force count: a
+    field they do not count (narrowed :setting:`FRESH_FINGERPRINT_FIELDS`, a ``skip``
+    rule) is no change, a new item has the fields they count."""
+    items = content.items
+    if items is None:
+        return replace(verdict, item_changes=())  # judged as a page: nothing per item
+    fields, rules = content.fields, content.rules
+
+    def counted(name: str) -> bool:
+        return (fields is None or name in fields) and not rules.get(name, _EXACT).skip
+
+    changes = tuple(
+        tuple(now) if m is None else tuple(n for n in names if counted(n))
+        for m, now, names in zip(verdict.matches, items, verdict.item_changes, strict=True)
+    )
+    changed = len(items) != stored or None in verdict.matches or any(changes)
+    return replace(verdict, changed=changed, item_changes=changes)
+
+
 def judge(state: PageState, content: PageContent, threshold_bits: int) -> Verdict:
     """The verdict on ``content`` against ``state`` as stored before this visit.
 
@@ -123,19 +200,30 @@ def judge(state: PageState, content: PageContent, threshold_bits: int) -> Verdic
         return Verdict(True, True, _all_fields(items or []))
     magnitude = hamming(state.fingerprint, content.simhash)
     old_items = state.field_hashes
-    if items is not None and old_items:
-        matches = match_items(old_items, items, content.key_field)
-        changes = tuple(
-            tuple(new)
-            if m is None
-            else tuple(changed_fields(old_items[m], new, content.fields, content.rules))
-            for m, new in zip(matches, items, strict=True)
-        )
-        changed = len(items) != len(old_items) or None in matches or any(changes)
-        return Verdict(
-            False, changed, changes, magnitude, "items", tuple(matches), state.kept_items
-        )
-    if items is None and old_items:
+    if old_items:
+        old, tag = untagged(old_items)
+        kept = state.kept_items
+        now = None if items is None else (items, content.fields, content.rules)
+        current = None if now is None else _by_items(old, now, content, magnitude, kept)
+        if (
+            tag is not None
+            and content.rehash is not None
+            and (tag != content.field_scheme or (current is not None and current.changed))
+        ):
+            # Other field rules made the stored hashes (the user changed them, or two
+            # rule sets share the tag): the items hashed again by those rules are what
+            # the hashes are compared with, told by the rules in force.
+            by_old = [
+                _told(_by_items(old, _again(h, content), content, magnitude, kept),
+                      content, len(old))
+                for h in content.rehash(tag)
+            ]  # fmt: skip
+            if tag == content.field_scheme and current is not None:
+                by_old.insert(0, current)
+            if by_old:
+                return next((v for v in by_old if not v.changed), by_old[0])
+        if current is not None:
+            return current
         return Verdict(False, True, (), magnitude, "items")  # the items went away
     stored = state.content_hash
     if items is None and content.digest is not None and stored is not None:

@@ -222,6 +222,7 @@ def test_narrowing_to_fields_no_item_has_is_no_flood(runs: Any) -> None:
     r.visit([MUG, CUP])
     v = r.visit([MUG, CUP], {"FRESH_FINGERPRINT_FIELDS": ["stock"]})
     assert v.outcome == "unchanged"
+    assert v.stat("fresh/field_scheme_changed") == 1  # counted, as any rules change
     edited = r.visit([MUG, CUP], {"FRESH_FINGERPRINT_FIELDS": ["stock"]})
     assert edited.outcome == "unchanged"  # judged by its digest from then on
 

@@ -525,7 +525,9 @@ class FreshSpiderMiddleware(_FreshComponent):
             content = page_content(response, content_rules, self.runtime.schemes)
             # Items whose fields other rules counted (the rules were narrowed): judged
             # by those rules this once, not "gone" (verdict.judge).
-            content = dataclasses.replace(content, rehash=rehash)
+            content = dataclasses.replace(
+                content, rehash=rehash, field_scheme=field_scheme_of(item_rules)
+            )
         result = self.runtime.visits.record_content(
             request.meta,
             content,

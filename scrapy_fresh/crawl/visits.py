@@ -220,8 +220,8 @@ class VisitRecorder:
         """Count a page whose item hashes other field rules made
         (``fresh/field_scheme_changed``), and of those the ones whose rules are not
         known, judged by the new rules (``fresh/field_scheme_unknown``)."""
-        if not (state.field_hashes and content.items) or content.field_scheme is None:
-            return
+        if not state.field_hashes or content.field_scheme is None:
+            return  # (a page judged by its digest has the tag of its items' rules too)
         tag = state.field_hashes[0].get(FIELD_SCHEME_KEY)
         if tag is None or tag == content.field_scheme:
             return

@@ -187,3 +187,16 @@ def by_path(records: Iterable[PageState]) -> dict[str, list[PageState]]:
     for state in records:
         out.setdefault(html_path(state.url), []).append(state)
     return out
+
+
+def store_settings(backend: str, tmp_path: Path, redis_key: str) -> dict[str, Any]:
+    """The add-on on the ``"sqlite"`` store in ``tmp_path`` or the shared ``"redis"`` one
+    under ``redis_key`` (tests/redis_helpers.py's server)."""
+    from tests.redis_helpers import SHARED_URL
+
+    store = (
+        {"FRESH_SQLITE_PATH": str(tmp_path / "state.sqlite")}
+        if backend == "sqlite"
+        else {"FRESH_STORE": "redis", "REDIS_URL": SHARED_URL, "FRESH_REDIS_KEY": redis_key}
+    )
+    return {"ADDONS": {"scrapy_fresh.Addon": 0}, **store}

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from scrapy import Spider
 from scrapy.exceptions import DropItem
-from scrapy.http import HtmlResponse, Request, Response
+from scrapy.http import HtmlResponse, Request
 from scrapy.utils.test import get_crawler
 
 from scrapy_fresh.crawl.middlewares import FreshSpiderMiddleware
@@ -35,6 +35,7 @@ from scrapy_fresh.keys import url_key
 from scrapy_fresh.store.base import PageState
 from scrapy_fresh.store.sqlite import SQLiteStore
 from tests.conftest import HARNESS_NOW, known_record
+from tests.test_itemfields import _run
 
 URL = "http://shop.example/catalog"
 HTML = b"<html><body><h1>Catalog</h1><p>Mugs and cups</p></body></html>"
@@ -54,24 +55,6 @@ class ShopSpider(Spider):
 
     def parse_page(self, response: Any) -> Any:
         return []
-
-
-def _run_mw(
-    mw: FreshSpiderMiddleware, response: Response, items: list[dict[str, Any]]
-) -> list[Any]:
-    async def output() -> Any:
-        for item in items:
-            yield item
-
-    agen = mw.process_spider_output(response, output())
-    out = []
-    while True:
-        try:
-            agen.__anext__().send(None)  # type: ignore[attr-defined]
-        except StopIteration as done:  # noqa: PERF203
-            out.append(done.value)
-        except StopAsyncIteration:
-            return out
 
 
 class Visit:
@@ -128,7 +111,7 @@ class Runs:
                 requests.append(request)
             (request,) = requests
             request.meta.update(meta or {})
-            out = _run_mw(mw, HtmlResponse(URL, body=HTML, request=request),
+            out = _run(mw, HtmlResponse(URL, body=HTML, request=request),
                           [dict(i) for i in items])  # fmt: skip
             kept = []
             for item in out:

@@ -9,8 +9,8 @@ and on ``close()``. Its own reads see them (read-your-writes); the file's write 
 held only while they are written, so other processes wait milliseconds, not seconds.
 
 The rows keep the store's one rule for records (DESIGN.md, invariants): a write never
-moves a record back (:func:`~scrapy_fresh.store.base.regresses`), checked here against
-the waiting row or, for a key with none, the row in the file.
+moves a record back (:func:`~scrapy_fresh.store.base.regresses`), checked when it is
+given against the waiting row or, for a key with none, the row in the file.
 """
 
 from __future__ import annotations
@@ -18,25 +18,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-__all__ = ["LAST_CRAWL", "VISITS", "Waiting", "row_regresses"]
-
-#: Positions of ``last_crawl`` and ``visits`` in a page row (``_PAGE_COLUMNS`` order).
-LAST_CRAWL = 7
-VISITS = 13
-
-
-def row_regresses(stored: tuple[Any, Any], incoming: tuple[Any, ...]) -> bool:
-    """Whether a page row ``incoming`` would move a record whose ``(visits,
-    last_crawl)`` are ``stored`` back: :func:`~scrapy_fresh.store.base.regresses` on rows.
-
-    >>> row = (None,) * 7 + (50.0,) + (None,) * 5 + (2,)
-    >>> row_regresses((2, 60.0), row), row_regresses((2, 50.0), row), row_regresses((3, None), row)
-    (True, False, True)
-    """
-    visits, last = stored
-    if incoming[VISITS] < visits:
-        return True
-    return last is not None and (incoming[LAST_CRAWL] is None or incoming[LAST_CRAWL] < last)
+__all__ = ["Waiting"]
 
 
 class Waiting:

@@ -43,6 +43,7 @@ __all__ = [
     "SiteState",
     "StateStore",
     "Status",
+    "moves_back",
     "regresses",
 ]
 
@@ -222,10 +223,20 @@ def regresses(stored: PageState, incoming: PageState) -> bool:
     >>> regresses(old, PageState("0" * 40, "u", visits=3, last_crawl=60.0))
     False
     """
-    if incoming.visits < stored.visits:
+    return moves_back((stored.visits, stored.last_crawl), (incoming.visits, incoming.last_crawl))
+
+
+def moves_back(stored: tuple[int, float | None], incoming: tuple[int, float | None]) -> bool:
+    """:func:`regresses` on ``(visits, last_crawl)`` pairs (what the stores compare: the
+    SQLite store's waiting rows, its upsert's guard).
+
+    >>> moves_back((2, 50.0), (2, 40.0)), moves_back((2, 50.0), (3, 60.0))
+    (True, False)
+    """
+    visits, last = stored
+    if incoming[0] < visits:
         return True
-    last = stored.last_crawl
-    return last is not None and (incoming.last_crawl is None or incoming.last_crawl < last)
+    return last is not None and (incoming[1] is None or incoming[1] < last)
 
 
 @dataclass

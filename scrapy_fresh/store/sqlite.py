@@ -41,7 +41,7 @@ from scrapy_fresh.store._checks import (
     log_regressions,
 )
 from scrapy_fresh.store._legacy import meta_of_site
-from scrapy_fresh.store._waiting import LAST_CRAWL, VISITS, Waiting, row_regresses
+from scrapy_fresh.store._waiting import Waiting
 from scrapy_fresh.store.base import (
     ClosingStore,
     PageState,
@@ -50,6 +50,7 @@ from scrapy_fresh.store.base import (
     Status,
     _bounded_future,
     _bounded_past,
+    moves_back,
 )
 
 if TYPE_CHECKING:
@@ -120,6 +121,8 @@ _PAGE_COLUMNS = (
     "content_hash",
     "kept_items",
 )
+# Positions in a page row of what a write may not move back (base.moves_back).
+_VISITS, _LAST_CRAWL = _PAGE_COLUMNS.index("visits"), _PAGE_COLUMNS.index("last_crawl")
 _SELECT_PAGES = f"SELECT {', '.join(_PAGE_COLUMNS)} FROM pages"
 _INSERT_PAGES = (
     f"INSERT INTO pages ({', '.join(_PAGE_COLUMNS)}) "
@@ -647,8 +650,7 @@ class SQLiteStore(ClosingStore):
         """After rows were added to the write-behind ones: write them if they are due
         (a group, one visit, writes its rows when it ends)."""
         if not self._grouped and self._waiting.due(self.batch_size, self.commit_secs):
-            with self._reading("write behind"):
-                pass
+            self.flush()
 
     def _undo(self, conn: sqlite3.Connection, savepoint: bool) -> None:
         # Hosts inserted by the undone call are gone again.
@@ -874,8 +876,8 @@ class SQLiteStore(ClosingStore):
             for state, row in zip(states, rows, strict=True):
                 blob = row[0]
                 prior = given.get(blob) or waiting.get(blob)
-                version = (prior[VISITS], prior[LAST_CRAWL]) if prior else stored.get(blob)
-                if version is not None and row_regresses(version, row):
+                version = (prior[_VISITS], prior[_LAST_CRAWL]) if prior else stored.get(blob)
+                if version is not None and moves_back(version, (row[_VISITS], row[_LAST_CRAWL])):
                     refused.append(state)
                 else:
                     given[blob] = row

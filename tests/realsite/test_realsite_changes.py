@@ -24,7 +24,7 @@ import pytest
 
 from scrapy_fresh.crawl.webhook import SIGNATURE_HEADER, verify_signature
 from tests.nginx_support import Nginx
-from tests.realsite_support import ALL_DUE_OFFSET, run_crawl, visits
+from tests.realsite_support import ALL_DUE_OFFSET, run_crawl, store_settings, visits
 
 pytestmark = [pytest.mark.realsite, pytest.mark.usefixtures("nginx_available")]
 
@@ -437,17 +437,9 @@ def test_a_gone_page_that_comes_back_is_fetched_again(
     catalog still links it (the catalog answers 304, so no spider sees that link again);
     two days later it is back. The next cycle fetches it, as plain Scrapy does, with
     its new price: a gone page is checked again after a back-off, not forgotten."""
-    from tests.redis_helpers import SHARED_URL
-
     root = tmp_path / "site"
     write_shop(root, PRODUCTS, [1, 2, 3, 4])
-    store = (
-        {"FRESH_SQLITE_PATH": str(tmp_path / "state.sqlite")}
-        if backend == "sqlite"
-        else {"FRESH_STORE": "redis", "REDIS_URL": SHARED_URL,
-              "FRESH_REDIS_KEY": f"{module_prefix}:gone"}
-    )  # fmt: skip
-    settings = {"ADDONS": {"scrapy_fresh.Addon": 0}, **store}
+    settings = store_settings(backend, tmp_path, f"{module_prefix}:gone")
     with Nginx(root, tmp_path / "nginx") as server:
         config = {"spider": "prices", "start": [server.url("/catalog.html")], "settings": settings}
 

@@ -21,7 +21,7 @@ from tests.conftest import run_crawl as run_test_crawl
 from tests.nginx_support import Nginx
 from tests.realsite.test_realsite_rules_change import copy_pages, docs_run, forget_rules, touch_all
 from tests.realsite.test_realsite_verdicts import PAGES
-from tests.realsite_support import ALL_DUE_OFFSET, outcomes_by_path, visits
+from tests.realsite_support import ALL_DUE_OFFSET, outcomes_by_path, store_settings, visits
 from tests.test_scheme_adversarial import COLLIDING, product
 
 pytestmark = [pytest.mark.realsite, pytest.mark.usefixtures("nginx_available")]
@@ -146,15 +146,7 @@ def test_holds_rules_change_with_an_edit_same_run(
     """Holds: the FRESH_CONTENT_* settings change between runs (exclude, then an XPath
     include, then noise rules off), a one-digit price edit in each run, on SQLite and on
     the shared Redis store: only the edited page is "changed", counts right."""
-    from tests.redis_helpers import SHARED_URL
-
-    store = (
-        {"FRESH_SQLITE_PATH": str(tmp_path / "state.sqlite")}
-        if backend == "sqlite"
-        else {"FRESH_STORE": "redis", "REDIS_URL": SHARED_URL,
-              "FRESH_REDIS_KEY": f"{module_prefix}:{tmp_path.name}"}
-    )  # fmt: skip
-    settings = {"ADDONS": {"scrapy_fresh.Addon": 0}, **store}
+    settings = store_settings(backend, tmp_path, f"{module_prefix}:{tmp_path.name}")
     root = tmp_path / "site"
     write_shop(root)
     metas = [

@@ -15,9 +15,8 @@ import enum
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from datetime import timezone
-from email.utils import parsedate_to_datetime
-from functools import lru_cache
+
+from scrapy_fresh.dates import parse_rfc822
 
 __all__ = [
     "Check",
@@ -65,25 +64,20 @@ class Check(str, enum.Enum):
 def parse_http_date(value: str | None) -> float | None:
     """Return the Unix time of an HTTP date (RFC 9110 section 5.6.7), or None if malformed.
 
+    The one RFC 822/1123 parser of the package (:func:`~scrapy_fresh.dates.parse_rfc822`),
+    so that the conditional check and the provider signals read a header alike: a year
+    before 1970, an offset beyond 14 hours or an impossible day is malformed.
+
     >>> parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT")
     784111777.0
     >>> parse_http_date("yesterday") is None, parse_http_date(None) is None
     (True, True)
+    >>> parse_http_date("Wed, 31 Dec 1969 23:59:59 GMT") is None
+    True
     """
     if not value or not isinstance(value, str):
         return None
-    return _parse_http_date(value)
-
-
-@lru_cache(maxsize=1024)  # a page's date is read when it is sent, judged and recorded
-def _parse_http_date(value: str) -> float | None:
-    try:
-        parsed = parsedate_to_datetime(value.strip())
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None
-    if parsed.tzinfo is None:  # no zone (or "-0000"): HTTP dates are GMT
-        parsed = parsed.replace(tzinfo=timezone.utc)
-    return parsed.timestamp()
+    return parse_rfc822(value)
 
 
 def usable_etag(value: str | None) -> bool:

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from scrapy_fresh.dates import parse_rfc822, parse_w3c
 from scrapy_fresh.providers import (
     Limits,
     header_signals,
@@ -18,7 +19,6 @@ from scrapy_fresh.providers import (
     parse_document,
     robots_sitemaps,
 )
-from scrapy_fresh.providers.dates import parse_rfc822, parse_w3c
 from scrapy_fresh.providers.feed import SCHEDULE_ANNOUNCEMENTS, SCHEDULE_PROBABILITY
 from scrapy_fresh.providers.safexml import TooLarge, gunzip_capped
 from scrapy_fresh.providers.sitemap import CHANGEFREQ_PROBABILITY

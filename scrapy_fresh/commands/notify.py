@@ -9,9 +9,9 @@ from pathlib import Path
 
 from scrapy_fresh.commands._project import add_store_arguments, open_store, project_config
 from scrapy_fresh.commands._project import resolve_path as _resolve
+from scrapy_fresh.dates import parse_w3c
 from scrapy_fresh.exceptions import ConfigError
 from scrapy_fresh.notify.record import record_changes
-from scrapy_fresh.providers.dates import parse_w3c
 from scrapy_fresh.store.base import StateStore
 
 HELP = "Record that URLs changed (now or --at a time): they become due at once, as smart pages."

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import urljoin
 
-from scrapy_fresh.providers.dates import parse_rfc822, parse_w3c
+from scrapy_fresh.dates import parse_rfc822, parse_w3c
 from scrapy_fresh.providers.signals import ParseReport
 from scrapy_fresh.urls import MAX_URL_LENGTH, accept_url, same_site
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from scrapy_fresh.dates import parse_rfc822
 from scrapy_fresh.providers._common import FUTURE_TOLERANCE_SECS
-from scrapy_fresh.providers.dates import parse_rfc822
 from scrapy_fresh.providers.signals import NotBefore, PastUpdate, Signals
 
 __all__ = ["cache_lifetime", "has_header_signals", "header_signals"]

@@ -11,7 +11,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from scrapy_fresh.providers.dates import parse_w3c
+from scrapy_fresh.dates import parse_w3c
 from scrapy_fresh.providers.signals import AnnouncedUpdate, ParseReport, PastUpdate, Signals
 
 __all__ = ["FUTURE_SLACK_SECS", "declared_update", "has_meta_signals", "meta_signals", "meta_time"]

@@ -1,5 +1,9 @@
 """Tolerant date parsing for sitemaps, feeds and HTTP headers: a bad value gives None.
 
+The package's only date parsers: the conditional check
+(:func:`~scrapy_fresh.validators.parse_http_date`) and the provider signals read an HTTP
+date with the same :func:`parse_rfc822`, so they never disagree about one header.
+
 Providers write dates in two families: W3C/ISO 8601 (sitemap ``<lastmod>``, Atom,
 ``sy:updateBase``) and RFC 822/1123 (RSS ``pubDate``, HTTP headers). Both parsers
 return Unix seconds or ``None``; callers count a ``None`` as a skipped value and go on

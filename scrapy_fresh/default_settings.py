@@ -22,6 +22,8 @@ FRESH_CONTENT_IGNORE: list[str] = []
 #: Pages without items: built-in noise rules (scrapy_fresh.fingerprint.content.NOISE_RULES) that run;
 #: None for all of them.
 FRESH_CONTENT_NOISE_RULES: list[str] | None = None
+#: Pages without items: the targets of the content's links and images are content too.
+FRESH_CONTENT_LINKS = False
 #: Pages fetched per ``cycle``-mode run (due re-crawls plus new URLs); 0 means no limit.
 FRESH_CYCLE_BUDGET = 0
 #: With a cycle budget: budget the due pages leave is spent on pages not due yet, best first.

@@ -209,6 +209,8 @@ def test_ignore_patterns_delete_their_matches() -> None:
         ("FRESH_CONTENT_IGNORE", [5], "must be a list of regular expressions"),
         ("FRESH_CONTENT_INCLUDE", {"a": 1}, "must be a list of CSS or XPath selectors"),
         ("FRESH_CONTENT_NOISE_RULES", ["dates", "weather"], "unknown rules ['weather']"),
+        ("FRESH_CONTENT_LINKS", "sometimes", "must be True or False"),
+        ("FRESH_CONTENT_LINKS", 2, "must be True or False"),
     ],
 )
 def test_bad_rules_are_refused_at_start_up_naming_the_setting(
@@ -518,10 +520,87 @@ def test_the_scheme_tag_names_the_version_and_every_rule() -> None:
         ContentRules.build(exclude=["aside"]).scheme,
         ContentRules.build(ignore=[r"\d+ in stock"]).scheme,
         ContentRules.build(noise=["dates"]).scheme,
+        ContentRules.build(links=True).scheme,
     }
-    assert len(tags) == 5
+    assert len(tags) == 6
     assert (
         ContentRules.build(exclude=["aside"]).scheme
         == ContentRules.build(exclude=["aside"]).scheme
     )
     assert all(0 <= tag < 1 << 16 for tag in tags)
+
+
+# -- link targets (FRESH_CONTENT_LINKS) -----------------------------------------------
+
+LINKS = ContentRules.build(links=True)
+_REPORT = (
+    "<p>The annual report: <a href='/files/report-2025.pdf'>download</a>.</p>"
+    "<p><img src='/charts/sales-2025.png' alt='Sales'></p>"
+)
+
+
+def test_link_targets_are_not_content_by_default() -> None:
+    page = _page(_REPORT)
+    moved = page.replace("2025", "2026")
+    assert digest(page) == digest(moved)
+    assert "report-2025" not in content_text(page)
+
+
+def test_with_links_a_link_or_image_that_points_elsewhere_is_an_edit() -> None:
+    page = _page(_REPORT)
+    text = content_text(page, rules=LINKS)
+    assert "download </files/report-2025.pdf>" in text
+    assert "Sales </charts/sales-2025.png>" in text
+    assert "</>" not in text  # the nav's link to "/" is furniture
+    assert "Home" not in text
+    for old, new in (("report-2025", "report-2026"), ("sales-2025", "sales-2026")):
+        assert digest(page, rules=LINKS).exact != digest(page.replace(old, new), rules=LINKS).exact
+    assert digest(page, rules=LINKS) == digest(page, rules=LINKS)
+
+
+def test_with_links_the_noise_rules_and_exclusions_still_apply() -> None:
+    def page(href: str) -> str:
+        return _page(f"<p>Read <a href='{href}'>the guide</a>.</p>")
+
+    for one, other in (
+        ("/guide?v=12", "/guide?v=13"),  # a cache buster
+        ("/guide;jsessionid=A1B2C3D4", "/guide;jsessionid=Z9Y8X7W6"),  # a session id
+        ("/guide", "  /guide  "),  # blanks around the target
+    ):
+        assert digest(page(one), rules=LINKS) == digest(page(other), rules=LINKS), one
+    excluded = ContentRules.build(links=True, exclude=["p.related"])
+    related = "<p class='related'>See <a href='/a'>more</a></p>"
+    assert digest(_page(related), rules=excluded) == digest(
+        _page(related.replace("/a", "/b")), rules=excluded
+    )
+
+
+def test_links_keep_the_scheme_tags_rules_had_before_the_setting() -> None:
+    """Turning links on names a new scheme; leaving them off keeps every tag stored
+    before the setting existed (no store's digests become unknown by an upgrade)."""
+    import hashlib
+
+    from scrapy_fresh.fingerprint.content import CONTENT_VERSION
+
+    rules = ContentRules.build(ignore=["x"])
+    named = repr((CONTENT_VERSION, rules.include, rules.exclude, rules.ignore, rules.noise))
+    before = int.from_bytes(hashlib.blake2b(named.encode(), digest_size=2).digest(), "big")
+    assert rules.scheme == before
+    assert rules.replace(links=True).scheme != before
+
+
+def test_links_are_read_from_settings_spiders_and_meta() -> None:
+    assert (
+        FreshConfig.from_settings(Settings({"FRESH_CONTENT_LINKS": "true"})).content_rules == LINKS
+    )
+    assert FreshConfig.from_settings(Settings({"FRESH_CONTENT_LINKS": False})).content_rules == (
+        DEFAULT_RULES
+    )
+
+    class Spider:
+        fresh_content_links = True
+
+    assert DEFAULT_RULES.for_spider(Spider()).links
+    assert not LINKS.for_request({"fresh_content_links": False}).links
+    with pytest.raises(ConfigError, match=r"^meta\['fresh_content_links'\] \('no way'\)"):
+        DEFAULT_RULES.for_request({"fresh_content_links": "no way"})

@@ -66,6 +66,7 @@ def _describe(rules: ContentRules) -> dict[str, Any]:
         "exclude": list(rules.exclude),
         "ignore": list(rules.ignore),
         "noise": list(rules.noise),
+        **({"links": True} if rules.links else {}),
     }
 
 
@@ -80,6 +81,7 @@ def _rules(held: Any, tag: int) -> ContentRules | None:
             exclude=held.get("exclude") or (),
             ignore=held.get("ignore") or (),
             noise=held.get("noise") or (),
+            links=held.get("links", False),
         )
     except (ConfigError, TypeError, ValueError):
         return None

@@ -370,6 +370,21 @@ def _strings(value: Any, where: str, what: str) -> tuple[str, ...]:
     return tuple(v.strip() for v in value if v.strip())
 
 
+_TRUE: Final = frozenset({"1", "true", "yes", "on"})
+_FALSE: Final = frozenset({"0", "false", "no", "off", ""})
+
+
+def _flag(value: Any, where: str) -> bool:
+    """A yes/no value as Scrapy's ``getbool`` reads one (``True``, ``1``, ``"true"``...)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+        return value.strip().lower() in _TRUE
+    raise ConfigError(f"{where} ({value!r}) must be True or False.")
+
+
 def _check_selectors(selectors: tuple[str, ...], where: str) -> None:
     for selector in selectors:
         if _is_xpath(selector):
@@ -418,12 +433,16 @@ class ContentRules:
     :param exclude: selectors of elements dropped from the content.
     :param ignore: regular expressions whose matches are deleted from the text.
     :param noise: names of the :data:`NOISE_RULES` that run (default: all).
+    :param links: the targets of the content's links (``<a href>``) and images
+        (``<img src>``) are content too, written in the text after each as ``<URL>``
+        (:setting:`FRESH_CONTENT_LINKS`; default: their text and ``alt`` alone).
     """
 
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     noise: tuple[str, ...] = tuple(NOISE_RULES)
+    links: bool = False
     _ignore: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
     _noise: tuple[_Compiled, ...] = field(init=False, repr=False, compare=False)
     #: 16 bits naming :data:`CONTENT_VERSION` and these rules: the top of every
@@ -434,7 +453,10 @@ class ContentRules:
         # Compiled once; build() has validated the values with their sources' names.
         object.__setattr__(self, "_ignore", _check_patterns(self.ignore, "ignore"))
         object.__setattr__(self, "_noise", _noise_steps(self.noise))
-        named = repr((CONTENT_VERSION, self.include, self.exclude, self.ignore, self.noise))
+        named = repr(
+            (CONTENT_VERSION, self.include, self.exclude, self.ignore, self.noise)
+            + (("links",) if self.links else ())  # without: the tags rules had before it
+        )
         tag = hashlib.blake2b(named.encode("utf-8"), digest_size=2).digest()
         object.__setattr__(self, "scheme", int.from_bytes(tag, "big"))
 
@@ -446,6 +468,7 @@ class ContentRules:
         exclude: Any = None,
         ignore: Any = None,
         noise: Any = tuple(NOISE_RULES),
+        links: Any = False,
         names: Mapping[str, str] | None = None,
     ) -> ContentRules:
         """Return validated rules; raise ConfigError naming the bad value's source.
@@ -460,7 +483,10 @@ class ContentRules:
         ...
         scrapy_fresh.exceptions.ConfigError: FRESH_CONTENT_IGNORE contains '(unclosed', which is not a valid Python regular expression (missing ), unterminated subpattern at position 0).
         """
-        where = {"include": "include", "exclude": "exclude", "ignore": "ignore", "noise": "noise"}
+        where = {
+            "include": "include", "exclude": "exclude", "ignore": "ignore", "noise": "noise",
+            "links": "links",
+        }  # fmt: skip
         where.update(names or {})
         inc = _strings(include, where["include"], "CSS or XPath selectors")
         exc = _strings(exclude, where["exclude"], "CSS or XPath selectors")
@@ -475,7 +501,10 @@ class ContentRules:
                 f"{', '.join(NOISE_RULES)}."
             )
         _check_patterns(ign, where["ignore"])
-        return cls(inc, exc, ign, tuple(r for r in NOISE_RULES if r in rules))
+        return cls(
+            inc, exc, ign, tuple(r for r in NOISE_RULES if r in rules),
+            _flag(links, where["links"]),
+        )  # fmt: skip
 
     def replace(self, **changes: Any) -> ContentRules:
         """Return these rules with some values replaced (and validated), e.g. per request."""
@@ -484,6 +513,7 @@ class ContentRules:
             "exclude": self.exclude,
             "ignore": self.ignore,
             "noise": self.noise,
+            "links": self.links,
         }
         names = changes.pop("names", None)
         values.update(changes)
@@ -526,6 +556,7 @@ SETTINGS: Final = {
     "exclude": "FRESH_CONTENT_EXCLUDE",
     "ignore": "FRESH_CONTENT_IGNORE",
     "noise": "FRESH_CONTENT_NOISE_RULES",
+    "links": "FRESH_CONTENT_LINKS",
 }
 #: Spider attributes and request meta keys that replace the settings, by argument.
 META_KEYS: Final = {
@@ -533,12 +564,15 @@ META_KEYS: Final = {
     "exclude": "fresh_content_exclude",
     "ignore": "fresh_content_ignore",
     "noise": "fresh_content_noise_rules",
+    "links": "fresh_content_links",
 }
 
 
 def _get(settings: Any, name: str) -> Any:
     value = settings.get(name)
-    return tuple(NOISE_RULES) if value is None and name == SETTINGS["noise"] else value
+    if value is None and name == SETTINGS["noise"]:
+        return tuple(NOISE_RULES)
+    return False if value is None and name == SETTINGS["links"] else value
 
 
 def _frozen(changes: Mapping[str, Any]) -> dict[str, Any]:
@@ -666,6 +700,29 @@ def _landmarks(document: DocumentNode, landmark: str) -> Iterable[DOMNode]:
     )
 
 
+#: The elements whose target :attr:`ContentRules.links` writes into the text, and the
+#: attribute that holds it.
+_TARGETS: Final = (("a", "href"), ("img", "src"))
+
+
+def _write_targets(document: DocumentNode) -> None:
+    """Write the target of each link and image into the text after it, as ``<URL>``
+    (:attr:`ContentRules.links`): a link that points elsewhere under the same words is
+    then an edit. Those in skipped elements are skipped with them."""
+    for tag, attribute in _TARGETS:
+        for node in document.get_elements_by_tag_name(tag).values():
+            target = (node.getattr(attribute) or "").strip()
+            parent = node.parent
+            if not target or parent is None:
+                continue
+            text = document.create_text_node(f" <{' '.join(target.split())}> ")
+            following = node.next
+            if following is None:
+                parent.append_child(text)
+            else:
+                parent.insert_before(text, following)
+
+
 def _mark_code(document: DocumentNode) -> None:
     """Put :data:`_CODE_START` and :data:`_CODE_END` around the text of each ``<pre>``
     and ``<code>`` element (nested ones too: :func:`normalize_text` counts the depth;
@@ -714,6 +771,8 @@ def _extract(text: str, rules: ContentRules) -> str:
                 break
         else:
             skip.append(_FURNITURE_CSS)
+    if rules.links:
+        _write_targets(document)
     _mark_code(document)
     text = extract_plain_text(
         tree,

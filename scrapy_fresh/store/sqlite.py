@@ -613,8 +613,14 @@ class SQLiteStore(ClosingStore):
         conn.execute("BEGIN IMMEDIATE")
         try:
             self._renumber_if_taken(conn)
+            rows: Collection[tuple[Any, ...]] = waiting.pages.values()
+            forgotten = 0
+            if waiting.base and conn.execute("PRAGMA data_version").fetchone()[0] != (
+                waiting.data_version
+            ):  # another process wrote the file meanwhile: merge with what it wrote
+                rows, forgotten = waiting.merged(self._stored_rows(conn, list(waiting.base)))
             written = 0
-            for chunk in _chunks(waiting.pages.values(), _CHUNK):
+            for chunk in _chunks(rows, _CHUNK):
                 written += conn.executemany(_UPSERT_PAGES, chunk).rowcount
             if waiting.sites:
                 conn.executemany(_REPLACE_SITES, list(waiting.sites.values()))
@@ -627,7 +633,13 @@ class SQLiteStore(ClosingStore):
             raise
         # Checked when given, a row is refused here only if another process wrote a
         # later visit of its record in between (the row count leaves refused ones out).
-        self.regressions_refused += len(waiting.pages) - written
+        self.regressions_refused += len(rows) - written
+        if forgotten:
+            logger.info(
+                "SQLite store %(path)s: %(n)s records another process deleted (scrapy-fresh "
+                "forget) while their writes waited were not written back.",
+                {"path": self.path, "n": forgotten},
+            )
         waiting.clear()
 
     def _renumber_if_taken(self, conn: sqlite3.Connection) -> None:
@@ -865,7 +877,10 @@ class SQLiteStore(ClosingStore):
         with self._reading("put_many", waiting_ok=True) as conn:
             rows = [self._encode(conn, s) for s in states]
             waiting = self._waiting.pages
-            stored = self._versions(conn, [r[0] for r in rows if r[0] not in waiting])
+            if self._waiting.data_version is None:  # before the rows read (see _waiting)
+                self._waiting.data_version = conn.execute("PRAGMA data_version").fetchone()[0]
+            bases = self._stored_rows(conn, [r[0] for r in rows if r[0] not in waiting])
+            stored = {blob: (row[_VISITS], row[_LAST_CRAWL]) for blob, row in bases.items()}
             new = {r[0] for r in rows if not self._waiting.in_file(r[0], stored)}
             if any(
                 r[3] is not None and r[0] in new and r[3] != _doc_id(waiting, r[0]) for r in rows
@@ -881,6 +896,8 @@ class SQLiteStore(ClosingStore):
                     refused.append(state)
                 else:
                     given[blob] = row
+            for blob in given.keys() & bases.keys():
+                self._waiting.base.setdefault(blob, bases[blob])
             self._give_doc_ids(conn, given, new)
         if refused:
             self.regressions_refused += len(refused)
@@ -910,6 +927,16 @@ class SQLiteStore(ClosingStore):
             if prior is not None and blob in waiting.new:  # its doc id stays the one given
                 row = (*row[:3], prior[3], *row[4:])
             waiting.pages[blob] = row
+
+    def _stored_rows(
+        self, conn: sqlite3.Connection, blobs: list[bytes]
+    ) -> dict[bytes, tuple[Any, ...]]:
+        """The rows in the file of the records of ``blobs``, by key."""
+        out: dict[bytes, tuple[Any, ...]] = {}
+        for part in _chunks(blobs, _IN_CHUNK):
+            sql = f"{_SELECT_PAGES} WHERE key IN ({', '.join('?' * len(part))})"
+            out.update({row[0]: row for row in conn.execute(sql, part)})
+        return out
 
     def _versions(
         self, conn: sqlite3.Connection, blobs: list[bytes]

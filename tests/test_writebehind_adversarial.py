@@ -1,0 +1,84 @@
+"""Attacks on the SQLite store writing behind (``commit_secs``, :setting:`FRESH_COMMIT_SECS`)
+with real files and real processes: the operator's commands (``scrapy-fresh forget``,
+``due``) run in another process while a store holds rows waiting in memory."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import TYPE_CHECKING
+
+from scrapy_fresh.store.base import PageState, Status
+from scrapy_fresh.store.sqlite import SQLiteStore
+from tests.store_contract import page
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+NOW = 1_700_000_000.0
+
+
+def behind(path: Path, **kwargs: object) -> SQLiteStore:
+    """A store as a crawl opens it: writing behind, flushed only when asked."""
+    return SQLiteStore(path, batch_size=10_000, commit_secs=3600.0, **kwargs)  # type: ignore[arg-type]
+
+
+def operator(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``scrapy-fresh ARGS`` in another process, as an operator would."""
+    return subprocess.run(
+        [sys.executable, "-m", "scrapy_fresh.commands", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def visited(n: int, visits: int, when: float, **fields: object) -> PageState:
+    """The record of page ``n`` after its ``visits``-th visit at ``when``."""
+    fields.setdefault("next_due", when + 3600)
+    return page(n, status=Status.IDLE, visits=visits, last_crawl=when, **fields)
+
+
+def test_forget_during_a_waiting_visit_is_not_undone(tmp_path: Path) -> None:
+    """The crawl visited a page (its row waits in memory); the operator forgets the page
+    from another process; writing the waiting rows must not bring the record back."""
+    path = tmp_path / "state.sqlite"
+    with SQLiteStore(path) as setup:
+        setup.put(visited(1, 1, NOW))
+        setup.put(visited(2, 1, NOW))
+    crawl = behind(path)
+    crawl.put(visited(1, 2, NOW + 10))  # a visit, waiting
+    crawl.put(visited(2, 2, NOW + 10))
+    done = operator("forget", page(1).url, "--sqlite-path", str(path))
+    assert done.returncode == 0, done.stderr
+    assert "1 pages forgotten" in done.stdout
+    crawl.flush()
+    assert crawl.get(page(1).key) is None  # forgotten, as the operator was told
+    assert crawl.get(page(2).key).visits == 2  # the other visit is written
+    crawl.close()
+    with SQLiteStore(path) as after:
+        assert after.get(page(1).key) is None
+        assert after.get(page(2).key).visits == 2
+
+
+def test_due_during_a_waiting_discovery_update_is_kept(tmp_path: Path) -> None:
+    """The crawl merged a sighting into a stored record (same visit, new request data,
+    waiting); the operator makes the page due from another process; the waiting row
+    must not put the old due time back."""
+    path = tmp_path / "state.sqlite"
+    with SQLiteStore(path) as setup:
+        setup.put(visited(1, 3, NOW, next_due=4_000_000_000.0))
+    crawl = behind(path)
+    record = crawl.get(page(1).key)
+    record.request = {"meta": {"seen": "again"}}
+    crawl.put(record)  # a discovery field only: waiting
+    done = operator("due", page(1).url, "--sqlite-path", str(path))
+    assert done.returncode == 0, done.stderr
+    assert "1 of 1 pages made due" in done.stdout
+    crawl.flush()
+    after = crawl.get(page(1).key)
+    assert after.next_due < 4_000_000_000.0  # the operator's due time stays
+    assert after.request == {"meta": {"seen": "again"}}  # and the crawl's sighting too
+    assert after.visits == 3
+    crawl.close()

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from typing import TYPE_CHECKING
 
-from scrapy_fresh.store.base import PageState, Status
+from scrapy_fresh.store.base import PageState, SiteState, Status
 from scrapy_fresh.store.sqlite import SQLiteStore
 from tests.store_contract import page
 
@@ -82,3 +83,62 @@ def test_due_during_a_waiting_discovery_update_is_kept(tmp_path: Path) -> None:
     assert after.request == {"meta": {"seen": "again"}}  # and the crawl's sighting too
     assert after.visits == 3
     crawl.close()
+
+
+LOCK_HOLDER = """
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN IMMEDIATE")
+print("locked", flush=True)
+sys.stdin.readline()
+conn.execute("ROLLBACK")
+"""
+
+
+def hold_write_lock(path: Path) -> subprocess.Popen[str]:
+    """Another process holding the file's write lock until its stdin gets a line."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", LOCK_HOLDER, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None
+    assert holder.stdout.readline() == "locked\n"
+    return holder
+
+
+def release(holder: subprocess.Popen[str]) -> None:
+    assert holder.stdin is not None
+    holder.communicate("go\n", timeout=30)
+    assert holder.returncode == 0
+
+
+def test_a_visit_given_while_another_process_holds_the_lock_does_not_fail(
+    tmp_path: Path,
+) -> None:
+    """A visit's group ends after the interval while another process holds the write
+    lock past the timeout: its rows were taken (they wait, and are written once the
+    lock is free), so the visit must not fail (a crawl would drop the page's items and
+    still write its visit later: a changed page whose items are never delivered)."""
+    path = tmp_path / "state.sqlite"
+    with SQLiteStore(path) as setup:
+        setup.put(visited(1, 1, NOW))
+    crawl = SQLiteStore(path, batch_size=10_000, commit_secs=0.05, timeout=0.2)
+    holder = hold_write_lock(path)
+    try:
+        with crawl.grouped():  # one visit, as the crawl records it
+            crawl.put(visited(1, 2, NOW + 10))
+            time.sleep(0.1)  # the interval passes: the group's end writes them
+            crawl.put_site(SiteState("example.com", visits=2, updated_at=NOW + 10))
+        crawl.put(visited(2, 1, NOW + 11))  # and a write after it, interval passed too
+        assert crawl.pending == 3  # still waiting, still read back
+        assert crawl.get(page(1).key).visits == 2
+    finally:
+        release(holder)
+    crawl.flush()
+    crawl.close()
+    with SQLiteStore(path) as after:
+        assert after.get(page(1).key).visits == 2
+        assert after.get(page(2).key).visits == 1
+        assert after.get_site("example.com").visits == 2

@@ -44,6 +44,7 @@ class Waiting:
         self.data_version: int | None = None
         self.last_doc_id = 0
         self._since = 0.0  # time.monotonic() of the oldest waiting row
+        self._retry_at = 0.0  # not due before this time.monotonic() (a write failed)
 
     def __len__(self) -> int:
         return len(self.pages) + len(self.sites)
@@ -61,7 +62,15 @@ class Waiting:
         passed since the oldest."""
         if not self:
             return False
-        return len(self) >= batch_size or time.monotonic() - self._since >= secs
+        now = time.monotonic()
+        if now < self._retry_at:
+            return False
+        return len(self) >= batch_size or now - self._since >= secs
+
+    def failed(self, secs: float) -> None:
+        """Writing them when due failed (another process holds the write lock past the
+        timeout, a full disk): they stay, and are due again ``secs`` from now."""
+        self._retry_at = time.monotonic() + secs
 
     def in_file(self, blob: bytes, stored: dict[bytes, Any]) -> bool:
         """Whether the record of ``blob`` is in the file: a waiting row not of a new
@@ -76,6 +85,7 @@ class Waiting:
         self.new.clear()
         self.base.clear()
         self.data_version = None
+        self._retry_at = 0.0
 
     def merged(self, file_rows: dict[bytes, tuple[Any, ...]]) -> tuple[list[Any], int]:
         """The page rows to write, given the file's ``file_rows`` now of the keys of

@@ -660,9 +660,23 @@ class SQLiteStore(ClosingStore):
 
     def _written_behind(self) -> None:
         """After rows were added to the write-behind ones: write them if they are due
-        (a group, one visit, writes its rows when it ends)."""
+        (a group, one visit, writes its rows when it ends).
+
+        The call that gave them does not fail if that write does: its rows were taken,
+        they stay waiting (read back, written by the next :meth:`flush` or call that uses
+        the file, or here again ``commit_secs`` later). Raising would tell the caller its
+        write was lost when it will be written (a crawl would drop the page's items)."""
         if not self._grouped and self._waiting.due(self.batch_size, self.commit_secs):
-            self.flush()
+            try:
+                self.flush()
+            except StoreError as exc:
+                self._waiting.failed(self.commit_secs)
+                logger.warning(
+                    "SQLite store %(path)s keeps %(n)s writes waiting, to write them again "
+                    "in %(secs)s s: %(exc)s",
+                    {"path": self.path, "n": len(self._waiting), "secs": self.commit_secs,
+                     "exc": exc},
+                )  # fmt: skip
 
     def _undo(self, conn: sqlite3.Connection, savepoint: bool) -> None:
         # Hosts inserted by the undone call are gone again.

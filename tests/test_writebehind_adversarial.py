@@ -7,16 +7,15 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scrapy_fresh.store.base import PageState, SiteState, Status
 from scrapy_fresh.store.sqlite import SQLiteStore
 from tests.store_contract import page
 
-if TYPE_CHECKING:
-    from pathlib import Path
-
 NOW = 1_700_000_000.0
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def behind(path: Path, **kwargs: object) -> SQLiteStore:
@@ -142,3 +141,48 @@ def test_a_visit_given_while_another_process_holds_the_lock_does_not_fail(
         assert after.get(page(1).key).visits == 2
         assert after.get(page(2).key).visits == 1
         assert after.get_site("example.com").visits == 2
+
+
+VISIT_KILLED_INSIDE = """
+import sys, time
+from scrapy_fresh.store.base import SiteState
+from scrapy_fresh.store.sqlite import SQLiteStore
+from tests.store_contract import page
+from tests.test_writebehind_adversarial import NOW, visited
+store = SQLiteStore(sys.argv[1], batch_size=10_000, commit_secs=3600.0)
+with store.grouped():  # one visit: its record, its site, a meta record (gone feed)
+    store.put(visited(1, 2, NOW + 10))
+    store.put_site(SiteState("example.com", visits=2, updated_at=NOW + 10))
+    store.update_meta("gone", page(1).key, lambda value: {"last_seen": NOW + 10})
+    print("inside", flush=True)
+    time.sleep(60)
+"""
+
+
+def test_a_visit_killed_before_its_group_ends_is_written_whole_or_not_at_all(
+    tmp_path: Path,
+) -> None:
+    """A meta record written inside a visit's group makes the waiting rows go to the
+    file first; they must go in the group's transaction, not one committed before it:
+    killed before the group ends, the visit is all there or not at all."""
+    path = tmp_path / "state.sqlite"
+    with SQLiteStore(path) as setup:
+        setup.put(visited(1, 1, NOW))
+    child = subprocess.Popen(
+        [sys.executable, "-c", VISIT_KILLED_INSIDE, str(path)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,  # imports tests.*
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline() == "inside\n"
+    finally:
+        child.kill()
+        child.communicate(timeout=30)
+    with SQLiteStore(path) as after:
+        record = after.get(page(1).key)
+        site = after.get_site("example.com")
+        meta = after.get_meta("gone", page(1).key)
+        written = (record.visits == 2, site is not None, meta is not None)
+        assert written in ((False, False, False), (True, True, True)), written

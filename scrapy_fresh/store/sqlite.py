@@ -606,11 +606,17 @@ class SQLiteStore(ClosingStore):
         return self.write_behind or self._pending == 0 or self._pending >= self.batch_size
 
     def _write_waiting(self, conn: sqlite3.Connection) -> None:
-        """Write the write-behind rows in one transaction of their own (a group's open
-        transaction is committed first); they stay waiting if it fails."""
-        self._commit(conn)
+        """Write the write-behind rows in one transaction of their own, or, inside a
+        group, in the group's transaction (a savepoint if it is open), committed when
+        the group ends with the rest of it (one visit stays one write); they stay
+        waiting if it fails."""
+        savepoint = False
+        if not self._grouped:
+            self._commit(conn)
+        elif conn.in_transaction:
+            savepoint = True
         waiting = self._waiting
-        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("SAVEPOINT fresh_waiting" if savepoint else "BEGIN IMMEDIATE")
         try:
             self._renumber_if_taken(conn)
             rows: Collection[tuple[Any, ...]] = waiting.pages.values()
@@ -624,11 +630,16 @@ class SQLiteStore(ClosingStore):
                 written += conn.executemany(_UPSERT_PAGES, chunk).rowcount
             if waiting.sites:
                 conn.executemany(_REPLACE_SITES, list(waiting.sites.values()))
-            conn.execute("COMMIT")
+            if savepoint:
+                conn.execute("RELEASE fresh_waiting")
+            elif not self._grouped:
+                conn.execute("COMMIT")
         except BaseException:
             self._host_ids.clear()  # as _undo: hosts inserted by the undone rows are gone
             self._host_names.clear()
-            if conn.in_transaction:
+            if savepoint:
+                self._undo(conn, savepoint, name="fresh_waiting")
+            elif conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
         # Checked when given, a row is refused here only if another process wrote a
@@ -678,14 +689,14 @@ class SQLiteStore(ClosingStore):
                      "exc": exc},
                 )  # fmt: skip
 
-    def _undo(self, conn: sqlite3.Connection, savepoint: bool) -> None:
+    def _undo(self, conn: sqlite3.Connection, savepoint: bool, name: str = "fresh_write") -> None:
         # Hosts inserted by the undone call are gone again.
         self._host_ids.clear()
         self._host_names.clear()
         if savepoint:
             try:
-                conn.execute("ROLLBACK TO fresh_write")
-                conn.execute("RELEASE fresh_write")
+                conn.execute(f"ROLLBACK TO {name}")
+                conn.execute(f"RELEASE {name}")
             except sqlite3.Error:
                 logger.exception(
                     "SQLite store %(path)s could not roll back to its savepoint; rolling "

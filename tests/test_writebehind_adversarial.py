@@ -10,6 +10,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
 from scrapy_fresh.store.base import PageState, SiteState, Status
 from scrapy_fresh.store.sqlite import SQLiteStore
 from tests.store_contract import page
@@ -186,3 +189,60 @@ def test_a_visit_killed_before_its_group_ends_is_written_whole_or_not_at_all(
         meta = after.get_meta("gone", page(1).key)
         written = (record.visits == 2, site is not None, meta is not None)
         assert written in ((False, False, False), (True, True, True)), written
+
+
+OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["add", "visit", "other_add", "other_visit", "other_delete", "flush"]),
+        st.integers(0, 2),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=OPS)
+@example(ops=[("other_add", 0), ("visit", 0), ("other_delete", 0), ("flush", 0)])
+def test_doc_ids_and_visits_with_another_writer(tmp_path_factory, ops) -> None:
+    """A store writing behind and another connection to the file (a second writer:
+    the notify server, ``scrapy-fresh forget``) interleaved at random: once written, a
+    doc id names one record forever, and a record's visits never move back."""
+    path = tmp_path_factory.mktemp("ids") / "state.sqlite"
+    crawl = behind(path)
+    other = SQLiteStore(path)
+    owner: dict[int, str] = {}  # doc id -> the key it named once written
+    highest: dict[str, int] = {}  # key -> the most visits written
+    forgotten: set[str] = set()  # deleted by the other writer, not added again since
+
+    def check() -> None:
+        for state in other.iterate():
+            assert owner.setdefault(state.doc_id, state.key) == state.key, "doc id reused"
+            assert state.key not in forgotten, "a forgotten record came back"
+            assert state.visits >= highest.get(state.key, 0), "visits moved back"
+            highest[state.key] = state.visits
+
+    try:
+        for op, n in ops:
+            key = page(n).key
+            if op in ("add", "other_add"):
+                (crawl if op == "add" else other).add_many([page(n)])
+                forgotten.discard(key)  # found again: a new record
+                highest.pop(key, None)
+            elif op in ("visit", "other_visit"):
+                store = crawl if op == "visit" else other
+                current = store.get(key)
+                if current is not None:
+                    store.put(visited(n, current.visits + 1, NOW + current.visits + 1))
+            elif op == "other_delete":
+                if other.delete(key):
+                    forgotten.add(key)
+                    highest.pop(key, None)
+            else:
+                crawl.flush()
+            if op.startswith("other") or op == "flush":
+                check()
+        crawl.flush()
+        check()
+    finally:
+        crawl.close()
+        other.close()

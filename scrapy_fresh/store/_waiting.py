@@ -11,6 +11,13 @@ held only while they are written, so other processes wait milliseconds, not seco
 The rows keep the store's one rule for records (DESIGN.md, invariants): a write never
 moves a record back (:func:`~scrapy_fresh.store.base.regresses`), checked when it is
 given against the waiting row or, for a key with none, the row in the file.
+
+Another process may write the file while rows wait (``scrapy-fresh forget``, ``due``):
+each waiting row of a record that was in the file keeps the file's row it was made
+from (its base). When they are written, if the file changed meanwhile (``PRAGMA
+data_version``), a record deleted meanwhile is not written back, and one changed
+meanwhile gets the waiting row's columns that differ from the base and the file's
+others (a three-way merge: the crawl's changes and the other process's both stay).
 """
 
 from __future__ import annotations
@@ -31,8 +38,13 @@ class Waiting:
         #: Keys of the waiting rows of new records (absent from the file), in the order
         #: their doc ids were given, and the last doc id given.
         self.new: dict[bytes, None] = {}
+        #: The file's rows the waiting rows of records in the file were made from, by
+        #: key, and ``PRAGMA data_version`` before the first of them was read.
+        self.base: dict[bytes, tuple[Any, ...]] = {}
+        self.data_version: int | None = None
         self.last_doc_id = 0
         self._since = 0.0  # time.monotonic() of the oldest waiting row
+        self._retry_at = 0.0  # not due before this time.monotonic() (a write failed)
 
     def __len__(self) -> int:
         return len(self.pages) + len(self.sites)
@@ -50,7 +62,15 @@ class Waiting:
         passed since the oldest."""
         if not self:
             return False
-        return len(self) >= batch_size or time.monotonic() - self._since >= secs
+        now = time.monotonic()
+        if now < self._retry_at:
+            return False
+        return len(self) >= batch_size or now - self._since >= secs
+
+    def failed(self, secs: float) -> None:
+        """Writing them when due failed (another process holds the write lock past the
+        timeout, a full disk): they stay, and are due again ``secs`` from now."""
+        self._retry_at = time.monotonic() + secs
 
     def in_file(self, blob: bytes, stored: dict[bytes, Any]) -> bool:
         """Whether the record of ``blob`` is in the file: a waiting row not of a new
@@ -63,3 +83,28 @@ class Waiting:
         self.pages.clear()
         self.sites.clear()
         self.new.clear()
+        self.base.clear()
+        self.data_version = None
+        self._retry_at = 0.0
+
+    def merged(self, file_rows: dict[bytes, tuple[Any, ...]]) -> tuple[list[Any], int]:
+        """The page rows to write, given the file's ``file_rows`` now of the keys of
+        :attr:`base`: a row whose record was deleted meanwhile is left out, and one whose
+        file row changed takes the file's value of every column it left as it found it.
+        Returns the rows and how many were left out."""
+        rows: list[Any] = []
+        left_out = 0
+        for blob, row in self.pages.items():
+            base = self.base.get(blob)
+            if base is not None:
+                now = file_rows.get(blob)
+                if now is None:
+                    left_out += 1
+                    continue
+                if now != base:
+                    row = tuple(
+                        ours if ours != was else theirs
+                        for ours, was, theirs in zip(row, base, now, strict=True)
+                    )
+            rows.append(row)
+        return rows, left_out

@@ -606,28 +606,51 @@ class SQLiteStore(ClosingStore):
         return self.write_behind or self._pending == 0 or self._pending >= self.batch_size
 
     def _write_waiting(self, conn: sqlite3.Connection) -> None:
-        """Write the write-behind rows in one transaction of their own (a group's open
-        transaction is committed first); they stay waiting if it fails."""
-        self._commit(conn)
+        """Write the write-behind rows in one transaction of their own, or, inside a
+        group, in the group's transaction (a savepoint if it is open), committed when
+        the group ends with the rest of it (one visit stays one write); they stay
+        waiting if it fails."""
+        savepoint = False
+        if not self._grouped:
+            self._commit(conn)
+        elif conn.in_transaction:
+            savepoint = True
         waiting = self._waiting
-        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("SAVEPOINT fresh_waiting" if savepoint else "BEGIN IMMEDIATE")
         try:
             self._renumber_if_taken(conn)
+            rows: Collection[tuple[Any, ...]] = waiting.pages.values()
+            forgotten = 0
+            if waiting.base and conn.execute("PRAGMA data_version").fetchone()[0] != (
+                waiting.data_version
+            ):  # another process wrote the file meanwhile: merge with what it wrote
+                rows, forgotten = waiting.merged(self._stored_rows(conn, list(waiting.base)))
             written = 0
-            for chunk in _chunks(waiting.pages.values(), _CHUNK):
+            for chunk in _chunks(rows, _CHUNK):
                 written += conn.executemany(_UPSERT_PAGES, chunk).rowcount
             if waiting.sites:
                 conn.executemany(_REPLACE_SITES, list(waiting.sites.values()))
-            conn.execute("COMMIT")
+            if savepoint:
+                conn.execute("RELEASE fresh_waiting")
+            elif not self._grouped:
+                conn.execute("COMMIT")
         except BaseException:
             self._host_ids.clear()  # as _undo: hosts inserted by the undone rows are gone
             self._host_names.clear()
-            if conn.in_transaction:
+            if savepoint:
+                self._undo(conn, savepoint, name="fresh_waiting")
+            elif conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
         # Checked when given, a row is refused here only if another process wrote a
         # later visit of its record in between (the row count leaves refused ones out).
-        self.regressions_refused += len(waiting.pages) - written
+        self.regressions_refused += len(rows) - written
+        if forgotten:
+            logger.info(
+                "SQLite store %(path)s: %(n)s records another process deleted (scrapy-fresh "
+                "forget) while their writes waited were not written back.",
+                {"path": self.path, "n": forgotten},
+            )
         waiting.clear()
 
     def _renumber_if_taken(self, conn: sqlite3.Connection) -> None:
@@ -648,18 +671,32 @@ class SQLiteStore(ClosingStore):
 
     def _written_behind(self) -> None:
         """After rows were added to the write-behind ones: write them if they are due
-        (a group, one visit, writes its rows when it ends)."""
-        if not self._grouped and self._waiting.due(self.batch_size, self.commit_secs):
-            self.flush()
+        (a group, one visit, writes its rows when it ends).
 
-    def _undo(self, conn: sqlite3.Connection, savepoint: bool) -> None:
+        The call that gave them does not fail if that write does: its rows were taken,
+        they stay waiting (read back, written by the next :meth:`flush` or call that uses
+        the file, or here again ``commit_secs`` later). Raising would tell the caller its
+        write was lost when it will be written (a crawl would drop the page's items)."""
+        if not self._grouped and self._waiting.due(self.batch_size, self.commit_secs):
+            try:
+                self.flush()
+            except StoreError as exc:
+                self._waiting.failed(self.commit_secs)
+                logger.warning(
+                    "SQLite store %(path)s keeps %(n)s writes waiting, to write them again "
+                    "in %(secs)s s: %(exc)s",
+                    {"path": self.path, "n": len(self._waiting), "secs": self.commit_secs,
+                     "exc": exc},
+                )  # fmt: skip
+
+    def _undo(self, conn: sqlite3.Connection, savepoint: bool, name: str = "fresh_write") -> None:
         # Hosts inserted by the undone call are gone again.
         self._host_ids.clear()
         self._host_names.clear()
         if savepoint:
             try:
-                conn.execute("ROLLBACK TO fresh_write")
-                conn.execute("RELEASE fresh_write")
+                conn.execute(f"ROLLBACK TO {name}")
+                conn.execute(f"RELEASE {name}")
             except sqlite3.Error:
                 logger.exception(
                     "SQLite store %(path)s could not roll back to its savepoint; rolling "
@@ -865,7 +902,10 @@ class SQLiteStore(ClosingStore):
         with self._reading("put_many", waiting_ok=True) as conn:
             rows = [self._encode(conn, s) for s in states]
             waiting = self._waiting.pages
-            stored = self._versions(conn, [r[0] for r in rows if r[0] not in waiting])
+            if self._waiting.data_version is None:  # before the rows read (see _waiting)
+                self._waiting.data_version = conn.execute("PRAGMA data_version").fetchone()[0]
+            bases = self._stored_rows(conn, [r[0] for r in rows if r[0] not in waiting])
+            stored = {blob: (row[_VISITS], row[_LAST_CRAWL]) for blob, row in bases.items()}
             new = {r[0] for r in rows if not self._waiting.in_file(r[0], stored)}
             if any(
                 r[3] is not None and r[0] in new and r[3] != _doc_id(waiting, r[0]) for r in rows
@@ -881,6 +921,8 @@ class SQLiteStore(ClosingStore):
                     refused.append(state)
                 else:
                     given[blob] = row
+            for blob in given.keys() & bases.keys():
+                self._waiting.base.setdefault(blob, bases[blob])
             self._give_doc_ids(conn, given, new)
         if refused:
             self.regressions_refused += len(refused)
@@ -910,6 +952,16 @@ class SQLiteStore(ClosingStore):
             if prior is not None and blob in waiting.new:  # its doc id stays the one given
                 row = (*row[:3], prior[3], *row[4:])
             waiting.pages[blob] = row
+
+    def _stored_rows(
+        self, conn: sqlite3.Connection, blobs: list[bytes]
+    ) -> dict[bytes, tuple[Any, ...]]:
+        """The rows in the file of the records of ``blobs``, by key."""
+        out: dict[bytes, tuple[Any, ...]] = {}
+        for part in _chunks(blobs, _IN_CHUNK):
+            sql = f"{_SELECT_PAGES} WHERE key IN ({', '.join('?' * len(part))})"
+            out.update({row[0]: row for row in conn.execute(sql, part)})
+        return out
 
     def _versions(
         self, conn: sqlite3.Connection, blobs: list[bytes]

@@ -319,7 +319,9 @@ class SQLiteStore(ClosingStore):
         waiting, before any other call that uses the file, on :meth:`flush` and on
         :meth:`close` (:mod:`scrapy_fresh.store._waiting`). A write that would move a
         record back is refused when it is given, as always. A new record reads back
-        with ``doc_id`` 0 until it is written. The crawl writes this way
+        with the doc id the file would give it next, given when it is written behind;
+        if another process added records meanwhile, it gets the next free one when
+        written. The crawl writes this way
         (:setting:`FRESH_COMMIT_SECS`), and calls :meth:`flush` on a timer.
     :param synchronous: ``PRAGMA synchronous``: ``"NORMAL"`` (default) survives a killed
         process; ``"FULL"`` also survives power loss and OS crashes, at an fsync per commit.

@@ -133,6 +133,13 @@ def test_continuous_mode_waits_for_a_long_retry_after_capped(harness: Any) -> No
     assert h.scheduler.next_request() is not None
 
 
+def _busy_start(a: Any, b: Any) -> list[dict[str, Any]]:
+    """A page of ``a`` that asks to wait for ever, four more of ``a``, three of ``b``."""
+    start = [{"url": a.url("/busy/0"), "errback": "on_error"}]
+    start += [{"url": a.url(f"/v/{n}")} for n in range(4)]
+    return start + [{"url": b.url(f"/v/{n}")} for n in range(3)]
+
+
 @pytest.mark.slow
 def test_a_cycle_run_ends_when_a_host_asks_to_wait_for_ever(
     mockserver: Any, crawl: Any, tmp_path: Path, records_by_path: Any
@@ -143,9 +150,7 @@ def test_a_cycle_run_ends_when_a_host_asks_to_wait_for_ever(
         mockserver.MockServer(busy, "127.0.0.2") as a,
         mockserver.MockServer(mockserver.MockSite(count=3), "127.0.0.3") as b,
     ):
-        start = [{"url": a.url("/busy/0"), "errback": "on_error"}]
-        start += [{"url": a.url(f"/v/{n}")} for n in range(4)]
-        start += [{"url": b.url(f"/v/{n}")} for n in range(3)]
+        start = _busy_start(a, b)
         # One page per second on the busy host: its 503 comes before its next page goes.
         settings = _fresh(db, DOWNLOAD_SLOTS={"127.0.0.2": {"delay": 1.0}})
         first = crawl({"settings": settings, "start": start}, tmp_path / "c1", timeout=120)
@@ -163,6 +168,52 @@ def test_a_cycle_run_ends_when_a_host_asks_to_wait_for_ever(
         second = crawl({"settings": settings, "start": []}, tmp_path / "c2", timeout=120)
     assert sorted(i["url"] for i in second.items) == [a.url(f"/v/{n}") for n in range(4)]
     assert [r.path for r in busy.log].count("/busy/0") == 1
+
+
+@pytest.mark.slow
+def test_with_redis_a_host_that_asks_to_wait_for_ever_holds_no_worker(
+    mockserver: Any, crawl: Any, tmp_path: Path
+) -> None:
+    """FRESH_STORE = "redis", cycle mode: the worker that gets the Retry-After defers the
+    host as with the other stores, and shares the back-off; no worker waits for it (the
+    shared frontier does not keep a cycle run open for a host farther away than
+    FRESH_CYCLE_MAX_WAIT_SECS). The host's pages stay due in Redis, for a later run."""
+    import redis
+
+    from scrapy_fresh.distributed.store import RedisStore
+    from tests.redis_helpers import SHARED_URL, delete_prefix, shared_client, unique_prefix
+
+    prefix = unique_prefix("wait-for-ever")
+    client = shared_client()
+    busy = mockserver.MockSite(count=4, retry_after=FOR_EVER)
+    try:
+        with (
+            mockserver.MockServer(busy, "127.0.0.2") as a,
+            mockserver.MockServer(mockserver.MockSite(count=3), "127.0.0.3") as b,
+        ):
+            start = _busy_start(a, b)
+            settings = {
+                "ADDONS": {"scrapy_fresh.Addon": 0}, "FRESH_STORE": "redis",
+                "REDIS_URL": SHARED_URL, "FRESH_REDIS_KEY": prefix,
+                "DOWNLOAD_SLOTS": {"127.0.0.2": {"delay": 1.0}},
+            }  # fmt: skip
+            first = crawl({"settings": settings, "start": start}, tmp_path / "w1", timeout=120)
+            assert _elapsed(first) < LONG_SECS, first.log[-3000:]  # not the hour asked
+            assert [r.path for r in busy.log] == ["/busy/0"]
+            assert sorted(i["url"] for i in first.items) == [b.url(f"/v/{n}") for n in range(3)]
+            assert first.stat("fresh/requests/deferred_backoff") >= 1
+            second = crawl({"settings": settings, "start": []}, tmp_path / "w2", timeout=120)
+            assert _elapsed(second) < LONG_SECS, second.log[-3000:]
+            assert [r.path for r in busy.log] == ["/busy/0"]  # the back-off holds for it too
+            store = RedisStore(redis.Redis.from_url(SHARED_URL), prefix)
+            waiting = {s.url: s for s in store.iterate() if s.host == f"127.0.0.2:{a.port}"}
+    finally:
+        delete_prefix(client, prefix)
+        client.close()
+    for n in range(4):  # still due, for a run after the back-off
+        record = waiting[a.url(f"/v/{n}")]
+        assert record.status is Status.QUEUED
+        assert record.last_crawl is None
 
 
 # -- HTTPCACHE_ENABLED -------------------------------------------------------------------

@@ -303,3 +303,39 @@ def test_concurrent_poppers_never_get_the_same_url(
     assert set(every) == {s.key for s in states}  # and none was lost
     assert all(results)  # every worker got some
     assert store.counts()[Status.IN_FLIGHT] == 3000
+
+
+def test_a_cycle_run_waits_for_a_crawl_delay_not_for_a_long_back_off(
+    client: redis.Redis, prefix: str
+) -> None:
+    """SharedFrontier in cycle mode (``max_wait``, FRESH_CYCLE_MAX_WAIT_SECS): a host
+    the frontier may contact only later than that keeps no run waiting when a back-off
+    says so, but does when its robots.txt Crawl-delay is that long (as the other stores
+    wait out a delay); continuous mode (``max_wait`` None) waits for both."""
+    from scrapy_fresh.distributed.shared import OutageSafeStore, SharedFrontier
+
+    def shared(max_wait: float | None) -> SharedFrontier:
+        safe = OutageSafeStore(RedisStore(client, prefix), outage_wait=0.5)
+        return SharedFrontier(
+            safe, lease_secs=60.0, default_delay=0.0, new_share=0.2, max_wait=max_wait
+        )
+
+    cycle, continuous = shared(10.0), shared(None)
+    cycle.frontier.add([rec("slow", n, next_due=0.0) for n in range(3)])
+    taken: list[PageState] = []
+
+    def lease(state: PageState, *_: object) -> None:
+        taken.append(state)
+
+    cycle.frontier.set_delay("slow", 30.0)  # Crawl-delay: 30
+    assert cycle.pull(100.0, lease, by_access, n=1) == 1
+    cycle.frontier.host_done("slow", 100.0)  # its next page may go at 130
+    assert cycle.pull(102.0, lease, by_access) == 0
+    assert (cycle.waiting, cycle.next_time) == (True, 130.0)  # waited for, as elsewhere
+    cycle.frontier.back_off("slow", 1000.0)  # Retry-After: not before 1000
+    assert cycle.pull(104.0, lease, by_access) == 0
+    assert (cycle.waiting, cycle.next_time) == (False, None)  # the next run takes them
+    assert cycle.give_back([taken[0].key]) == 1  # no lease of another worker to wait for
+    assert continuous.pull(106.0, lease, by_access) == 0
+    assert (continuous.waiting, continuous.next_time) == (True, 1000.0)
+    assert len(taken) == 1

@@ -106,3 +106,42 @@ def test_the_setting_is_checked_at_start_up() -> None:
     for bad in (-1, 2.5, "many"):
         with pytest.raises(ConfigError, match="FRESH_UNREACHABLE_ATTEMPTS"):
             FreshConfig.from_settings(Settings({"FRESH_UNREACHABLE_ATTEMPTS": bad}))
+
+
+@pytest.mark.slow
+def test_a_dead_host_paused_by_one_redis_worker_is_left_alone_by_the_next(
+    crawl: Any, tmp_path: Path, closed_port: int
+) -> None:
+    """FRESH_STORE = "redis": the pause is shared. A worker that pauses a dead host
+    tells the shared frontier, so another worker (here: the next one, started while the
+    pause holds) takes none of its pages instead of trying the host all over again
+    (FRESH_UNREACHABLE_ATTEMPTS more timeouts per worker). The pages stay due."""
+    import redis
+
+    from scrapy_fresh.distributed.store import RedisStore
+    from tests.redis_helpers import SHARED_URL, delete_prefix, shared_client, unique_prefix
+
+    prefix = unique_prefix("paused")
+    client = shared_client()
+    now = time.time()
+    store = RedisStore(redis.Redis.from_url(SHARED_URL), prefix)
+    urls = [f"http://127.0.0.1:{closed_port}/p/{n}" for n in range(PAGES)]
+    store.put_many(
+        known_record(url, last_crawl=now - 2 * 86400, next_due=now - 86400, visits=4)
+        for url in urls
+    )
+    redis_settings = {"FRESH_STORE": "redis", "REDIS_URL": SHARED_URL, "FRESH_REDIS_KEY": prefix}
+    try:
+        first = recrawl(crawl, tmp_path, closed_port, "w1", **redis_settings)
+        second = recrawl(crawl, tmp_path, closed_port, "w2", **redis_settings)
+        records = [store.get(s.key) for s in store.iterate()]
+    finally:
+        delete_prefix(client, prefix)
+        client.close()
+    assert first.stat("fresh/hosts_unreachable") == 1
+    assert first.stat("downloader/request_count") <= 9 + 2 * IN_FLIGHT
+    assert second.stat("downloader/request_count") == 0, second.log[-3000:]
+    assert second.stat("fresh/hosts_unreachable") == 0
+    assert len(records) == PAGES
+    assert all(r is not None and r.visits == 4 for r in records)  # untouched, still due
+    assert all(r is not None and r.next_due < time.time() for r in records if not r.errors)

@@ -682,8 +682,10 @@ class FreshScheduler(BaseScheduler):
 
     def _pause_host(self, host: str, secs: float, exc: Exception) -> None:
         """A host stopped answering (:mod:`scrapy_fresh.crawl.reachability`): hold its
-        pages back for ``secs``; they stay due, untouched."""
+        pages back for ``secs``; they stay due, untouched. The other workers of a shared
+        frontier (Redis) leave the host alone for as long."""
         now = self._now
+        self.source.host_back_off(host, now + secs)
         if not self._blocks.pause(host, now + secs):
             return
         self.runtime.stat("fresh/hosts_unreachable")
@@ -772,9 +774,11 @@ class FreshScheduler(BaseScheduler):
                 self.politeness.set_delay(host, float(delay))
         gate = self._gates.get(host)
         if gate is not None and gate.waiting:
-            gate.parked.append(lease.key)
-            if gate.deferred:
+            if gate.deferred:  # parked for the next run, or handed back (see _defer)
                 self.runtime.stat("fresh/requests/deferred_backoff")
+                gate.parked.extend(self.source.hold_back([lease.key]))
+            else:
+                gate.parked.append(lease.key)
             return
         self.frontier.push(lease.key, host, lease.score, lease.stream, now)
 
@@ -1020,10 +1024,16 @@ class FreshScheduler(BaseScheduler):
         elif gate.deferred:
             return
         gate.waiting = gate.deferred = True
-        for key, lease in list(self.runtime.leases.items()):
-            if lease.host == host and self.frontier.discard(key):
-                gate.parked.append(key)
-        self.runtime.stat("fresh/requests/deferred_backoff", len(gate.parked))
+        # A shared frontier (Redis) keeps the other workers off the host as long, and
+        # takes its pages back for them (or the next run): none is parked here.
+        self.source.host_back_off(host, self._now + min(secs, MAX_RETRY_AFTER_SECS))
+        keys = [
+            key
+            for key, lease in list(self.runtime.leases.items())
+            if lease.host == host and self.frontier.discard(key)
+        ]
+        gate.parked.extend(self.source.hold_back(keys))
+        self.runtime.stat("fresh/requests/deferred_backoff", len(keys))
         logger.warning(
             "scrapy_fresh: %(host)s answered %(url)s with Retry-After %(secs).0f s, longer "
             "than this run may wait (FRESH_CYCLE_MAX_WAIT_SECS = %(max).0f s); its pages "

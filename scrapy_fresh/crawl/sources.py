@@ -436,6 +436,12 @@ class SharedSource(DueSource):
         self.shared = shared
         self.stays_open = stays_open
 
+    @property
+    def defers_backoff(self) -> bool:  # type: ignore[override]
+        """Cycle mode: as with the other stores (the shared frontier does not wait for
+        the host either, :class:`~scrapy_fresh.distributed.shared.SharedFrontier`)."""
+        return not self.stays_open
+
     def lookahead(self, now: float) -> float:
         return 0.0 if self.stays_open else self._cycle_lookahead(now, cadence=False)
 

@@ -373,6 +373,14 @@ class RedisFrontier:
         )
         return max(self.default_delay, float(raw) if raw else 0.0)
 
+    def longest_delay(self) -> float:
+        """The longest wait between two requests to any host (``default_delay``, or a
+        robots.txt Crawl-delay some worker shared)."""
+        raw = self.store._call(
+            "read the host delays", self.store.client.hvals, f"{self._prefix}:hdelay"
+        )
+        return max([self.default_delay, *(float(v) for v in raw)])
+
     def back_off(self, host: str, until: float) -> None:
         """Keep every worker away from ``host`` until ``until`` (429/503 ``Retry-After``)."""
         self.store._run(self._back_off, "back off a host", host.encode(), repr(float(until)))

@@ -629,13 +629,20 @@ class SharedFrontier:
     :param lease_secs: :setting:`FRESH_REDIS_LEASE_SECS`.
     :param default_delay: ``DOWNLOAD_DELAY``.
     :param new_share: :setting:`FRESH_NEW_URL_SHARE`.
+    :param max_wait: cycle mode (:setting:`FRESH_CYCLE_MAX_WAIT_SECS`): a host that may
+        not be contacted for longer than this and than the longest host delay (a shared
+        ``Retry-After`` back-off, a host a worker paused as unreachable; not a long
+        Crawl-delay, waited for as with the other stores) does not keep the run
+        waiting: its pages stay due for the next run. None (continuous mode): every
+        host is waited for.
     """
 
     def __init__(
         self, store: OutageSafeStore, *, lease_secs: float, default_delay: float,
-        new_share: float, hold_secs: float | None = None,
+        new_share: float, hold_secs: float | None = None, max_wait: float | None = None,
     ) -> None:  # fmt: skip
         self.store = store
+        self.max_wait = max_wait
         self.frontier = RedisFrontier(
             store.inner, lease_secs=lease_secs, default_delay=default_delay,
             new_share=new_share, hold_secs=hold_secs,
@@ -672,6 +679,7 @@ class SharedFrontier:
             default_delay=max(0.0, settings.getfloat("DOWNLOAD_DELAY")),
             new_share=config.new_url_share,
             hold_secs=min(lease, settings.getfloat("DOWNLOAD_TIMEOUT", 180.0) * tries),
+            max_wait=None if config.mode == "continuous" else config.cycle_max_wait_secs,
         )
 
     def pull(
@@ -699,6 +707,9 @@ class SharedFrontier:
         try:
             popped = self.frontier.pop(now, n, busy_hosts)
             in_flight = self.store.inner.counts()
+            host_time = popped.next_host_time
+            if not self._waits_for(host_time, now):
+                host_time = None  # the host's pages wait for the next run
         except StoreError as exc:
             if not is_outage(exc):
                 raise
@@ -708,7 +719,7 @@ class SharedFrontier:
         self.outage = False
         others = in_flight[Status.IN_FLIGHT] - len(self.store.leased) - len(popped.leased)
         self.next_due = popped.next_due_time
-        times = [popped.next_host_time]
+        times = [host_time]
         if popped.next_due_time is not None and popped.next_due_time <= now:
             times.append(popped.next_due_time)
         if others > 0:  # a lease of another worker may run out, or its finds come in
@@ -721,6 +732,13 @@ class SharedFrontier:
             self.store.leased[state.key] = (copy.deepcopy(state), leased.token)
             lease(state, leased.stream, score(state), now)
         return len(popped.leased)
+
+    def _waits_for(self, host_time: float | None, now: float) -> bool:
+        """Whether the run waits for the next host the shared frontier may contact, at
+        ``host_time`` (see ``max_wait``)."""
+        if host_time is None or self.max_wait is None or host_time <= now + self.max_wait:
+            return True
+        return host_time <= now + self.frontier.longest_delay()
 
     def backoff_wait(self) -> float:
         """Seconds until this worker tries Redis again after a failed call (0: now)."""

@@ -604,3 +604,25 @@ def test_links_are_read_from_settings_spiders_and_meta() -> None:
     assert not LINKS.for_request({"fresh_content_links": False}).links
     with pytest.raises(ConfigError, match=r"^meta\['fresh_content_links'\] \('no way'\)"):
         DEFAULT_RULES.for_request({"fresh_content_links": "no way"})
+
+
+def test_the_documented_pattern_for_signed_urls_keeps_their_links_quiet() -> None:
+    """docs/reference/settings.rst, FRESH_CONTENT_LINKS: the FRESH_CONTENT_IGNORE example."""
+    rules = ContentRules.build(
+        links=True, ignore=[r"[?&](?:X-Amz-[\w-]+|Signature|Expires|Key-Pair-Id)=[^&>\s]*"]
+    )
+
+    def page(date: str, signature: str, name: str = "report") -> str:
+        href = (
+            f"https://files.example/{name}.pdf?X-Amz-Algorithm=AWS4-HMAC-SHA256"
+            f"&X-Amz-Date={date}&X-Amz-Expires=300&X-Amz-Signature={signature}"
+        )
+        return _page(f"<p>The <a href='{href}'>report</a>.</p>")
+
+    first = page("20261127T101500Z", "9f8e7d6c5b4a")
+    assert digest(first, rules=rules) == digest(
+        page("20261128T090000Z", "0a1b2c3d4e5f"), rules=rules
+    )
+    assert digest(first, rules=rules) != digest(
+        page("20261127T101500Z", "9f8e7d6c5b4a", "report-v2"), rules=rules
+    )

@@ -216,6 +216,60 @@ def test_with_redis_a_host_that_asks_to_wait_for_ever_holds_no_worker(
         assert record.last_crawl is None
 
 
+@pytest.mark.slow
+def test_with_redis_a_deferred_host_stays_deferred_after_its_back_off(
+    mockserver: Any, crawl: Any, tmp_path: Path
+) -> None:
+    """The back-off a worker shares ends while its run goes on (Retry-After: 3 against
+    FRESH_CYCLE_MAX_WAIT_SECS = 1): the host's pages, due again in Redis, are not taken
+    by that worker in this run (it would only hand them back, again and again, and never
+    end), and the run ends when the other host is done."""
+    import time
+
+    import redis
+
+    from scrapy_fresh.distributed.store import RedisStore
+    from tests.conftest import known_record
+    from tests.redis_helpers import SHARED_URL, delete_prefix, shared_client, unique_prefix
+
+    prefix = unique_prefix("deferred-ends")
+    client = shared_client()
+    busy = mockserver.MockSite(count=4, retry_after="3")
+    slow = mockserver.MockSite(count=8, slow_secs=3.0)
+    try:
+        with (
+            mockserver.MockServer(busy, "127.0.0.2") as a,
+            mockserver.MockServer(slow, "127.0.0.3") as b,
+        ):
+            now = time.time()
+            RedisStore(redis.Redis.from_url(SHARED_URL), prefix).put_many(
+                known_record(a.url(f"/v/{n}"), last_crawl=now - 86400, next_due=now + 6, visits=2)
+                for n in range(4)
+            )  # due once the back-off is over, while the slow host keeps the run going
+            start = [{"url": a.url("/busy/0"), "errback": "on_error"}]
+            start += [{"url": b.url(f"/err/{n}"), "errback": "on_error"} for n in (1, 3, 5)]
+            settings = {
+                "ADDONS": {"scrapy_fresh.Addon": 0}, "FRESH_STORE": "redis",
+                "REDIS_URL": SHARED_URL, "FRESH_REDIS_KEY": prefix,
+                "FRESH_CYCLE_MAX_WAIT_SECS": 1, "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
+                "RETRY_ENABLED": False, "FRESH_VISIT_LOG": "",
+            }  # fmt: skip
+            result = crawl({"settings": settings, "start": start}, tmp_path / "w1", timeout=60)
+            store = RedisStore(redis.Redis.from_url(SHARED_URL), prefix)
+            left = [store.get(known_record(a.url(f"/v/{n}"), last_crawl=0, next_due=0).key)
+                    for n in range(4)]  # fmt: skip
+    finally:
+        delete_prefix(client, prefix)
+        client.close()
+    assert result.reason == "finished"
+    assert [r.path for r in busy.log] == ["/busy/0"]
+    assert len(slow.log) == 3
+    for record in left:  # not visited, not left in flight: due for the next run
+        assert record is not None
+        assert record.status is Status.IDLE
+        assert record.visits == 2
+
+
 # -- HTTPCACHE_ENABLED -------------------------------------------------------------------
 
 

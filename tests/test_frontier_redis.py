@@ -332,6 +332,7 @@ def test_a_cycle_run_waits_for_a_crawl_delay_not_for_a_long_back_off(
     cycle.frontier.host_done("slow", 100.0)  # its next page may go at 130
     assert cycle.pull(102.0, lease, by_access) == 0
     assert (cycle.waiting, cycle.next_time) == (True, 130.0)  # waited for, as elsewhere
+    cycle.frontier.set_delay("elsewhere", 600.0)  # another host's delay is not slow's
     cycle.frontier.back_off("slow", 1000.0)  # Retry-After: not before 1000
     assert cycle.pull(104.0, lease, by_access) == 0
     assert (cycle.waiting, cycle.next_time) == (False, None)  # the next run takes them

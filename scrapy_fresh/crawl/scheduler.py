@@ -126,6 +126,8 @@ class FreshScheduler(BaseScheduler):
         self._fifo: deque[Request] = deque()
         self._handoffs: dict[int, Request] = {}
         self._gates: dict[str, _Gate] = {}
+        #: Hosts whose pages wait for the next run (a long Retry-After, see _defer).
+        self._deferred: set[str] = set()
         #: Cycle mode: seconds of Retry-After back-off each host made this run wait.
         self._waited: dict[str, float] = {}
         self._max_wait = self.config.cycle_max_wait_secs
@@ -671,9 +673,10 @@ class FreshScheduler(BaseScheduler):
                     self._push(lease, now, host)
 
     def blocked_hosts(self) -> frozenset[str] | set[str]:
-        """Hosts blocked by ``scrapy-fresh block`` (as last read) or paused because they
-        stopped answering (:mod:`scrapy_fresh.crawl.reachability`)."""
-        return self._blocks.hosts
+        """Hosts blocked by ``scrapy-fresh block`` (as last read), paused because they
+        stopped answering (:mod:`scrapy_fresh.crawl.reachability`) or deferred to the next
+        run (a long ``Retry-After``): their pages are not taken in this run."""
+        return self._blocks.hosts | self._deferred if self._deferred else self._blocks.hosts
 
     def _park_host(self, host: str) -> None:
         """Take the pages of a host that is blocked or paused now out of the frontier."""
@@ -1024,6 +1027,7 @@ class FreshScheduler(BaseScheduler):
         elif gate.deferred:
             return
         gate.waiting = gate.deferred = True
+        self._deferred.add(host)  # not taken again in this run, even once the back-off ends
         # A shared frontier (Redis) keeps the other workers off the host as long, and
         # takes its pages back for them (or the next run): none is parked here.
         self.source.host_back_off(host, self._now + min(secs, MAX_RETRY_AFTER_SECS))

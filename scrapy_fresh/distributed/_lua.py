@@ -510,23 +510,23 @@ redis.call('HSET', K_SERVED, 'n', served.n, 'r', served.r)
 
 -- the next host time leaves out the hosts this worker must not be given (blocked or
 -- paused): it would wake this worker at once, again and again, for nothing
-local hosts = {}
+local next_time, next_host, next_name = nil, '', ''
 for _, st in ipairs({'n', 'r'}) do
   local firsts = redis.call('ZRANGE', P .. ':hh:' .. st, 0, nskip, 'WITHSCORES')
   for j = 1, #firsts, 2 do
     if not skip[firsts[j]] then
-      hosts[#hosts + 1] = tonumber(firsts[j + 1])
+      local t = tonumber(firsts[j + 1])
+      if next_time == nil or t < next_time then next_time, next_name = t, firsts[j] end
       break
     end
   end
 end
-local next_host = ''
-if #hosts > 0 then next_host = fmt(math.min(unpack(hosts))) end
+if next_time ~= nil then next_host = fmt(next_time) end
 local after = redis.call('ZRANGEBYSCORE', K_DUE, '(' .. fmt(WM), '+inf', 'WITHSCORES',
                          'LIMIT', 0, 1)
 local next_due = ''
 if #after > 0 then next_due = after[2] end
-return {out, #expired, next_host, next_due}
+return {out, #expired, next_host, next_due, next_name}
 """
 )
 

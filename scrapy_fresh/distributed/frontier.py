@@ -185,6 +185,8 @@ class PopResult:
     next_host_time: float | None
     #: The earliest due time not promoted yet (None: nothing else is due later).
     next_due_time: float | None
+    #: The host of :attr:`next_host_time` (None: no ready URL).
+    next_host: str | None = None
 
     @property
     def next_time(self) -> float | None:
@@ -373,14 +375,6 @@ class RedisFrontier:
         )
         return max(self.default_delay, float(raw) if raw else 0.0)
 
-    def longest_delay(self) -> float:
-        """The longest wait between two requests to any host (``default_delay``, or a
-        robots.txt Crawl-delay some worker shared)."""
-        raw = self.store._call(
-            "read the host delays", self.store.client.hvals, f"{self._prefix}:hdelay"
-        )
-        return max([self.default_delay, *(float(v) for v in raw)])
-
     def back_off(self, host: str, until: float) -> None:
         """Keep every worker away from ``host`` until ``until`` (429/503 ``Retry-After``)."""
         self.store._run(self._back_off, "back off a host", host.encode(), repr(float(until)))
@@ -412,7 +406,7 @@ class RedisFrontier:
         if n < 0:
             raise ValueError(f"n ({n!r}) must be 0 or more.")
         token = repr(float(now))
-        flat, reaped, next_host, next_due = self.store._run(
+        flat, reaped, next_host, next_due, next_name = self.store._run(
             self._pop,
             "pop from the frontier",
             token,
@@ -435,7 +429,8 @@ class RedisFrontier:
                 "(a worker died or hung for more than %(secs)g s)",
                 {"n": reaped, "secs": self.lease_secs},
             )
-        return PopResult(leased, int(reaped), _time(next_host), _time(next_due))
+        name = next_name.decode() if isinstance(next_name, bytes) else str(next_name)
+        return PopResult(leased, int(reaped), _time(next_host), _time(next_due), name or None)
 
     def commit_visit(
         self, leased: Leased, outcome: Outcome | None, apply: Apply,

@@ -630,7 +630,7 @@ class SharedFrontier:
     :param default_delay: ``DOWNLOAD_DELAY``.
     :param new_share: :setting:`FRESH_NEW_URL_SHARE`.
     :param max_wait: cycle mode (:setting:`FRESH_CYCLE_MAX_WAIT_SECS`): a host that may
-        not be contacted for longer than this and than the longest host delay (a shared
+        not be contacted for longer than this and than its own delay (a shared
         ``Retry-After`` back-off, a host a worker paused as unreachable; not a long
         Crawl-delay, waited for as with the other stores) does not keep the run
         waiting: its pages stay due for the next run. None (continuous mode): every
@@ -708,7 +708,7 @@ class SharedFrontier:
             popped = self.frontier.pop(now, n, busy_hosts)
             in_flight = self.store.inner.counts()
             host_time = popped.next_host_time
-            if not self._waits_for(host_time, now):
+            if not self._waits_for(host_time, popped.next_host, now):
                 host_time = None  # the host's pages wait for the next run
         except StoreError as exc:
             if not is_outage(exc):
@@ -733,12 +733,13 @@ class SharedFrontier:
             lease(state, leased.stream, score(state), now)
         return len(popped.leased)
 
-    def _waits_for(self, host_time: float | None, now: float) -> bool:
-        """Whether the run waits for the next host the shared frontier may contact, at
-        ``host_time`` (see ``max_wait``)."""
+    def _waits_for(self, host_time: float | None, host: str | None, now: float) -> bool:
+        """Whether the run waits for ``host``, the next one the shared frontier may
+        contact, at ``host_time`` (see ``max_wait``: not for a back-off or a pause
+        longer than it, but for the host's own delay)."""
         if host_time is None or self.max_wait is None or host_time <= now + self.max_wait:
             return True
-        return host_time <= now + self.frontier.longest_delay()
+        return host is not None and host_time <= now + self.frontier.delay(host)
 
     def backoff_wait(self) -> float:
         """Seconds until this worker tries Redis again after a failed call (0: now)."""

@@ -626,3 +626,23 @@ def test_the_documented_pattern_for_signed_urls_keeps_their_links_quiet() -> Non
     assert digest(first, rules=rules) != digest(
         page("20261127T101500Z", "9f8e7d6c5b4a", "report-v2"), rules=rules
     )
+
+
+def test_with_links_excluded_links_stay_out_and_dates_in_targets_are_content() -> None:
+    """Review findings: an excluded link's or image's target was still written (an ad's
+    click id made every visit "changed"), and the dates rule made a report moved from
+    ``/reports/2023-05-01.pdf`` to ``/reports/2024-05-01.pdf`` no edit."""
+    rules = ContentRules.build(links=True, exclude=["a.ad", "img.pixel"])
+
+    def page(report: str, click: str) -> str:
+        return _page(
+            f"<p>The <a href='/reports/{report}.pdf'>report</a>. "
+            f"<a class='ad' href='/click?id={click}'>Sponsor</a>"
+            f"<img class='pixel' src='/px?id={click}'></p>"
+        )
+
+    first = page("2023-05-01", "8c1f")
+    assert "/click" not in content_text(first, rules=rules)
+    assert "/px" not in content_text(first, rules=rules)
+    assert digest(first, rules=rules) == digest(page("2023-05-01", "77aa"), rules=rules)
+    assert digest(first, rules=rules) != digest(page("2024-05-01", "8c1f"), rules=rules)

@@ -324,6 +324,10 @@ NOISE_RULES: Final[Mapping[str, _Rule]] = {
 
 _Compiled: TypeAlias = "tuple[Callable[[str], str], tuple[str, ...]]"
 
+#: The noise rules that run on link targets (:attr:`ContentRules.links`): those about
+#: URLs. Dates, times and counts in a target are content (``/reports/2024-05-01.pdf``).
+URL_NOISE_RULES: Final = ("cache_busters", "session_ids", "csrf_tokens")
+
 
 def _substitute(pattern: re.Pattern[str], placeholder: str) -> Callable[[str], str]:
     return functools.partial(pattern.sub, placeholder)
@@ -445,6 +449,7 @@ class ContentRules:
     links: bool = False
     _ignore: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
     _noise: tuple[_Compiled, ...] = field(init=False, repr=False, compare=False)
+    _url_noise: tuple[_Compiled, ...] = field(init=False, repr=False, compare=False)
     #: 16 bits naming :data:`CONTENT_VERSION` and these rules: the top of every
     #: :attr:`Digest.exact` made with them (:func:`digest_scheme`).
     scheme: int = field(init=False, repr=False, compare=False)
@@ -453,6 +458,8 @@ class ContentRules:
         # Compiled once; build() has validated the values with their sources' names.
         object.__setattr__(self, "_ignore", _check_patterns(self.ignore, "ignore"))
         object.__setattr__(self, "_noise", _noise_steps(self.noise))
+        url_rules = tuple(name for name in self.noise if name in URL_NOISE_RULES)
+        object.__setattr__(self, "_url_noise", _noise_steps(url_rules))
         named = repr(
             (CONTENT_VERSION, self.include, self.exclude, self.ignore, self.noise)
             + (("links",) if self.links else ())  # without: the tags rules had before it
@@ -705,22 +712,40 @@ def _landmarks(document: DocumentNode, landmark: str) -> Iterable[DOMNode]:
 _TARGETS: Final = (("a", "href"), ("img", "src"))
 
 
-def _write_targets(document: DocumentNode) -> None:
+def _write_targets(document: DocumentNode, skip: list[str], rules: ContentRules) -> None:
     """Write the target of each link and image into the text after it, as ``<URL>``
     (:attr:`ContentRules.links`): a link that points elsewhere under the same words is
-    then an edit. Those in skipped elements are skipped with them."""
+    then an edit. Those in skipped elements (``skip``: CSS) are left out with them. A
+    target is written as code is (:func:`_mark_code`): only the URL rules
+    (:data:`URL_NOISE_RULES`) and the user's ignore patterns touch it."""
+    skipped: set[DOMNode] = set()
+    for selector in skip:
+        skipped.update(document.query_selector_all(selector))
     for tag, attribute in _TARGETS:
         for node in document.get_elements_by_tag_name(tag).values():
-            target = (node.getattr(attribute) or "").strip()
+            target = " ".join((node.getattr(attribute) or "").split())
             parent = node.parent
-            if not target or parent is None:
+            if not target or parent is None or _within(node, skipped):
                 continue
-            text = document.create_text_node(f" <{' '.join(target.split())}> ")
+            for step, probes in rules._url_noise:
+                if not probes or any(p in target.lower() for p in probes):
+                    target = step(target)
+            text = document.create_text_node(f" {_CODE_START}<{target}>{_CODE_END} ")
             following = node.next
             if following is None:
                 parent.append_child(text)
             else:
                 parent.insert_before(text, following)
+
+
+def _within(node: DOMNode, nodes: set[DOMNode]) -> bool:
+    """Whether ``node`` or one of its ancestors is one of ``nodes``."""
+    current: DOMNode | None = node
+    while current is not None:
+        if current in nodes:
+            return True
+        current = current.parent
+    return False
 
 
 def _mark_code(document: DocumentNode) -> None:
@@ -772,7 +797,7 @@ def _extract(text: str, rules: ContentRules) -> str:
         else:
             skip.append(_FURNITURE_CSS)
     if rules.links:
-        _write_targets(document)
+        _write_targets(document, skip, rules)
     _mark_code(document)
     text = extract_plain_text(
         tree,

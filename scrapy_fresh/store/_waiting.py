@@ -42,6 +42,11 @@ class Waiting:
         #: key, and ``PRAGMA data_version`` before the first of them was read.
         self.base: dict[bytes, tuple[Any, ...]] = {}
         self.data_version: int | None = None
+        #: Rows written into a group's transaction that has not committed yet, as they
+        #: were then: they stay waiting until it commits (:meth:`committed`), so a
+        #: commit that fails (a full disk) loses none of them.
+        self.uncommitted_pages: dict[bytes, tuple[Any, ...]] = {}
+        self.uncommitted_sites: dict[str, tuple[Any, ...]] = {}
         self.last_doc_id = 0
         self._since = 0.0  # time.monotonic() of the oldest waiting row
         self._retry_at = 0.0  # not due before this time.monotonic() (a write failed)
@@ -84,8 +89,34 @@ class Waiting:
         self.sites.clear()
         self.new.clear()
         self.base.clear()
+        self.uncommitted_pages.clear()
+        self.uncommitted_sites.clear()
         self.data_version = None
         self._retry_at = 0.0
+
+    def written(self) -> None:
+        """The rows were written into a transaction that stays open (a group's)."""
+        self.uncommitted_pages = dict(self.pages)
+        self.uncommitted_sites = dict(self.sites)
+
+    def committed(self) -> None:
+        """The transaction the rows were written into committed: those not given again
+        since are done."""
+        for blob, row in self.uncommitted_pages.items():
+            if self.pages.get(blob) is row:
+                del self.pages[blob]
+                self.new.pop(blob, None)
+                self.base.pop(blob, None)
+        for host, row in self.uncommitted_sites.items():
+            if self.sites.get(host) is row:
+                del self.sites[host]
+        self.uncommitted_pages, self.uncommitted_sites = {}, {}
+        if not self:
+            self.clear()
+
+    def rolled_back(self) -> None:
+        """The transaction the rows were written into was rolled back: they all wait."""
+        self.uncommitted_pages, self.uncommitted_sites = {}, {}
 
     def merged(self, file_rows: dict[bytes, tuple[Any, ...]]) -> tuple[list[Any], int]:
         """The page rows to write, given the file's ``file_rows`` now of the keys of

@@ -653,7 +653,10 @@ class SQLiteStore(ClosingStore):
                 "forget) while their writes waited were not written back.",
                 {"path": self.path, "n": forgotten},
             )
-        waiting.clear()
+        if self._grouped:  # in the group's transaction: waiting until it commits
+            waiting.written()
+        else:
+            waiting.clear()
 
     def _renumber_if_taken(self, conn: sqlite3.Connection) -> None:
         """Give the waiting new records the next doc ids again if another process added
@@ -710,10 +713,14 @@ class SQLiteStore(ClosingStore):
         self._pending = 0
         if conn.in_transaction:
             conn.execute("ROLLBACK")
+            self._waiting.rolled_back()
 
     def _commit(self, conn: sqlite3.Connection) -> None:
         if conn.in_transaction:
             conn.execute("COMMIT")
+            self._waiting.committed()
+        else:  # rolled back (a failed commit): rows written in it are waiting still
+            self._waiting.rolled_back()
         self._pending = 0
 
     # -- encoding --------------------------------------------------------------

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from scrapy_fresh import default_settings
+from scrapy_fresh._boolean import parse_flag
 from scrapy_fresh.changes.compare import ChangeConfig
 from scrapy_fresh.exceptions import ConfigError
 from scrapy_fresh.fingerprint.content import DEFAULT_RULES, ContentRules
@@ -57,8 +58,6 @@ _STORE_METHODS = tuple(
 )
 #: Widest simhash difference, in bits (a threshold of 64 would never see a change).
 FINGERPRINT_BITS = 64
-_TRUE = ("1", "true")
-_FALSE = ("0", "false")
 
 
 def parse_provider(value: Any, where: str) -> Provider:
@@ -83,15 +82,7 @@ def _setting(settings: BaseSettings, name: str) -> Any:
 def flag(settings: BaseSettings, name: str) -> bool:
     """A boolean setting, with its default from :mod:`scrapy_fresh.default_settings`:
     True/False, 1/0, or "true"/"false", as Scrapy's getbool reads them."""
-    raw = _setting(settings, name)
-    if isinstance(raw, bool):
-        return raw
-    if isinstance(raw, int) and raw in (0, 1):
-        return bool(raw)
-    word = raw.strip().lower() if isinstance(raw, str) else None
-    if word in _TRUE or word in _FALSE:
-        return word in _TRUE
-    raise ConfigError(f"{name} ({raw!r}) must be True or False (or 1/0, 'true'/'false').")
+    return parse_flag(_setting(settings, name), name)
 
 
 def _spider_path(settings: BaseSettings, name: str) -> str:

@@ -47,6 +47,7 @@ from lxml import html as lxml_html
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.html import CSSParserException, DocumentNode, DOMNode, HTMLTree
 
+from scrapy_fresh._boolean import parse_flag
 from scrapy_fresh.exceptions import ConfigError
 from scrapy_fresh.fingerprint.shingles import _decode_with_codec, fingerprint_text
 
@@ -374,21 +375,6 @@ def _strings(value: Any, where: str, what: str) -> tuple[str, ...]:
     return tuple(v.strip() for v in value if v.strip())
 
 
-_TRUE: Final = frozenset({"1", "true", "yes", "on"})
-_FALSE: Final = frozenset({"0", "false", "no", "off", ""})
-
-
-def _flag(value: Any, where: str) -> bool:
-    """A yes/no value as Scrapy's ``getbool`` reads one (``True``, ``1``, ``"true"``...)."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
-        return value.strip().lower() in _TRUE
-    raise ConfigError(f"{where} ({value!r}) must be True or False.")
-
-
 def _check_selectors(selectors: tuple[str, ...], where: str) -> None:
     for selector in selectors:
         if _is_xpath(selector):
@@ -510,7 +496,7 @@ class ContentRules:
         _check_patterns(ign, where["ignore"])
         return cls(
             inc, exc, ign, tuple(r for r in NOISE_RULES if r in rules),
-            _flag(links, where["links"]),
+            parse_flag(links, where["links"]),
         )  # fmt: skip
 
     def replace(self, **changes: Any) -> ContentRules:

@@ -8,7 +8,8 @@ The pipeline, one step each:
 
 1. **Parse** with Resiliparse (its Lexbor HTML5 parser), after decoding the bytes the way
    :func:`scrapy_fresh.fingerprint.shingles.html_to_text` does (BOM, ``encoding``, the document's
-   declaration, UTF-8).
+   declaration, UTF-8); a gzip-compressed body (a ``sitemap.xml.gz``) is read as what it
+   holds (:func:`inflated`), not as its bytes.
 2. **Choose the content.** The user's include selectors (:attr:`ContentRules.include`)
    when set; else the page's main landmarks (``<main>``, ``[role=main]``), else its
    ``<article>`` elements, else the whole ``<body>``. Everything else is dropped.
@@ -38,6 +39,7 @@ import functools
 import hashlib
 import itertools
 import re
+import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple, TypeAlias
@@ -49,12 +51,14 @@ from resiliparse.parse.html import CSSParserException, DocumentNode, DOMNode, HT
 
 from scrapy_fresh.exceptions import ConfigError
 from scrapy_fresh.fingerprint.shingles import _decode_with_codec, fingerprint_text
+from scrapy_fresh.providers.safexml import TooLarge, gunzip_capped, is_gzip
 
 __all__ = [
     "BOILERPLATE_SELECTORS",
     "CONTENT_VERSION",
     "DEFAULT_RULES",
     "HASH_BITS",
+    "MAX_INFLATED_BYTES",
     "NOISE_RULES",
     "PAGE_FURNITURE_SELECTORS",
     "ContentRules",
@@ -62,6 +66,7 @@ __all__ = [
     "content_text",
     "digest",
     "digest_scheme",
+    "inflated",
     "normalize_text",
 ]
 
@@ -69,6 +74,10 @@ __all__ = [
 #: digest's scheme tag (:func:`digest_scheme`): a digest made by an older version is not
 #: compared with a new one, so an upgrade does not make every page look changed once.
 CONTENT_VERSION: Final = 4
+#: Largest gzip payload judged by what it holds (:func:`inflated`): the sitemap
+#: protocol's 50 MB, uncompressed. A larger one (or a damaged stream) is judged by its
+#: bytes as they came.
+MAX_INFLATED_BYTES: Final = 50 * 1024 * 1024
 #: The low bits of :attr:`Digest.exact` that hash the text; the 16 above them are the
 #: scheme tag (:func:`digest_scheme`).
 HASH_BITS: Final = 48
@@ -875,8 +884,36 @@ def content_text(
     """
     if not isinstance(rules, ContentRules):
         raise TypeError(f"rules ({rules!r}) must be a ContentRules; use ContentRules.build().")
-    text, codec = _decode_with_codec(html, encoding)
+    text, codec = _decode_with_codec(inflated(html), encoding)
     return normalize_text(_extract(separate_xml(_clean(text, codec)), rules), rules)
+
+
+def inflated(body: str | bytes) -> str | bytes:
+    """What a gzip-compressed body holds (a ``sitemap.xml.gz`` served as a file, without
+    ``Content-Encoding``, which Scrapy would have undone), else ``body`` itself.
+
+    A gzip stream's header carries the time it was written (and often a file name): a
+    document compressed again with the same content is other bytes. Its content is what
+    it inflates to, as Scrapy's ``SitemapSpider`` reads it. Inflated as a stream up to
+    :data:`MAX_INFLATED_BYTES` (a gzip bomb stops there); a larger or damaged stream is
+    left as it came.
+
+    >>> import gzip
+    >>> xml = b"<?xml version='1.0'?><urlset><url><loc>a</loc></url></urlset>"
+    >>> inflated(gzip.compress(xml, mtime=1)) == inflated(gzip.compress(xml, mtime=2)) == xml
+    True
+    >>> inflated(b"<p>not gzip</p>")
+    b'<p>not gzip</p>'
+    """
+    if isinstance(body, str):
+        return body
+    data = bytes(body) if isinstance(body, (bytearray, memoryview)) else body
+    if not isinstance(data, bytes) or not is_gzip(data):
+        return body
+    try:
+        return b"".join(gunzip_capped(data, MAX_INFLATED_BYTES))
+    except (TooLarge, zlib.error):
+        return body
 
 
 _XML_DECLARATION = re.compile(r"\s*<\?xml\b", re.IGNORECASE)

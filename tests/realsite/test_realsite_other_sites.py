@@ -1,0 +1,128 @@
+"""Real documentation sites other than the Python docs, served by nginx.
+
+The Git manual pages (Debian package ``git-doc``: 241 AsciiDoc pages, XHTML, no main
+landmark, a ``404`` link) crawled by Scrapy's SitemapSpider from a sitemap index whose
+child sitemap is gzip-compressed (``sitemap-pages.xml.gz``), as many sites publish it
+and regenerate it on every deploy. A gzip stream carries the time it was written in its
+header, so a sitemap written again with the same entries is other bytes: what it holds,
+not its bytes, says whether it changed.
+
+Three cycles, each "a month later" (every record due): plain Scrapy and the add-on reach
+the same pages; with nothing edited (the sitemap written again) every page answers 304
+and nothing is "changed"; after a few pages were edited and every file touched, exactly
+those pages are "changed".
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.nginx_support import Nginx, edit_page
+from tests.realsite_support import (
+    ALL_DUE_OFFSET,
+    got,
+    html_path,
+    outcomes_by_path,
+    run_crawl,
+    visits,
+)
+
+GIT_DOCS = Path("/usr/share/doc/git-doc")
+
+pytestmark = [
+    pytest.mark.realsite,
+    pytest.mark.usefixtures("nginx_available"),
+    pytest.mark.skipif(
+        not (GIT_DOCS / "git.html").exists(),
+        reason=f"{GIT_DOCS} not found (apt-get install git-doc; .ci/run installs it when missing)",
+    ),
+]
+
+EDITED = ["/git-add.html", "/git-log.html", "/gitglossary.html"]
+SITEMAP = "/sitemap-pages.xml.gz"
+
+
+def write_sitemaps(root: Path, server: Nginx) -> None:
+    """The sitemap index and its gzip child (every page, ``<lastmod>`` its mtime),
+    written anew: the gzip header holds the time of writing."""
+    entries = "".join(
+        f"<url><loc>{server.url('/' + str(p.relative_to(root)))}</loc><lastmod>"
+        f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(p.stat().st_mtime))}"
+        "</lastmod></url>"
+        for p in sorted(root.rglob("*.html"))
+    )
+    xml = (
+        '<?xml version="1.0" encoding="UTF-8"?>\n<urlset '
+        f'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{entries}</urlset>\n'
+    )
+    (root / SITEMAP[1:]).write_bytes(gzip.compress(xml.encode(), mtime=time.time()))
+    (root / "sitemap_index.xml").write_text(
+        '<?xml version="1.0" encoding="UTF-8"?>\n<sitemapindex '
+        'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        f"<sitemap><loc>{server.url(SITEMAP)}</loc></sitemap></sitemapindex>\n"
+    )
+
+
+@pytest.fixture(scope="module")
+def cycles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    work = tmp_path_factory.mktemp("git-docs")
+    root = work / "site"
+    shutil.copytree(GIT_DOCS, root, symlinks=False, ignore_dangling_symlinks=True)
+    out: dict[str, Any] = {}
+    with Nginx(root, work / "nginx") as server:
+        write_sitemaps(root, server)
+        config = {"spider": "sitemap", "start": [server.url("/sitemap_index.xml")]}
+        plain = run_crawl({**config, "settings": {}}, work / "plain")
+        plain.check()
+        out["plain"] = got(server.new_requests())
+        for n in (1, 2, 3):
+            if n == 3:
+                for page in EDITED:
+                    edit_page(root / page.lstrip("/"))
+                later = time.time() - 10
+                for f in root.rglob("*.html"):
+                    if "/" + str(f.relative_to(root)) not in EDITED:
+                        os.utime(f, (later, later))
+            time.sleep(1.1)  # a sitemap of another second: another gzip header
+            write_sitemaps(root, server)
+            log = work / f"v{n}.jsonl"
+            crawl = run_crawl(
+                {**config, "clock_offset": ALL_DUE_OFFSET * (n - 1),
+                 "settings": {"ADDONS": {"scrapy_fresh.Addon": 0},
+                              "FRESH_SQLITE_PATH": str(work / "state.sqlite"),
+                              "FRESH_VISIT_LOG": str(log)}},
+                work / f"c{n}",
+            )  # fmt: skip
+            crawl.check()
+            out[n] = (server.new_requests(), outcomes_by_path(visits(log)))
+    return out
+
+
+def test_the_add_on_reaches_the_pages_plain_scrapy_reaches(cycles: dict[str, Any]) -> None:
+    logged, outcomes = cycles[1]
+    assert len(cycles["plain"]) > 200
+    assert set(got(logged)) == set(cycles["plain"])
+    assert Counter(o[-1] for o in outcomes.values()) == Counter(new=len(outcomes))
+
+
+def test_a_gzip_sitemap_written_again_is_not_changed(cycles: dict[str, Any]) -> None:
+    logged, outcomes = cycles[2]
+    assert set(got(logged, 304)) == set(cycles["plain"])  # every page: a 304
+    changed = sorted(p for p, o in outcomes.items() if o[-1] == "changed")
+    assert changed == []  # the gzip sitemap holds the same entries
+    assert outcomes[SITEMAP] == ["unchanged"]
+
+
+def test_exactly_the_edited_pages_are_changed(cycles: dict[str, Any]) -> None:
+    logged, outcomes = cycles[3]
+    assert set(got(logged)) == set(cycles["plain"])  # every page touched: downloaded
+    changed = {p for p, o in outcomes.items() if o[-1] == "changed"}
+    assert {html_path(p) for p in changed} - {SITEMAP} == set(EDITED)

@@ -67,6 +67,7 @@ __all__ = [
     "digest",
     "digest_scheme",
     "inflated",
+    "is_plain_text",
     "normalize_text",
 ]
 
@@ -873,19 +874,58 @@ def _code_text(block: str) -> str:
 
 
 def content_text(
-    html: str | bytes, encoding: str | None = None, rules: ContentRules = DEFAULT_RULES
+    html: str | bytes,
+    encoding: str | None = None,
+    rules: ContentRules = DEFAULT_RULES,
+    *,
+    plain: bool = False,
 ) -> str:
     """Return the normalised content text of a page: what :func:`digest` hashes.
+
+    With ``plain`` (a ``text/plain`` answer: :func:`is_plain_text`) the document is text,
+    not markup: all of it is content, ``<pathspec>`` is words and not a tag, and
+    selectors and link targets do not apply; the noise rules do.
 
     >>> content_text(b"<html><body><nav>Home</nav><main><p>Hello <b>world</b></p>"
     ...              b"<p>Updated 2024-03-04</p><div class='ad-slot'>Buy!</div></main>"
     ...              b"<footer>(c) 2024</footer></body></html>")
     'Hello world Updated {date}'
+    >>> content_text(b"git add [--] [<pathspec>...]\\nUpdated 2024-03-04", plain=True)
+    'git add [--] [<pathspec>...] Updated {date}'
     """
     if not isinstance(rules, ContentRules):
         raise TypeError(f"rules ({rules!r}) must be a ContentRules; use ContentRules.build().")
     text, codec = _decode_with_codec(inflated(html), encoding)
+    if plain:
+        return normalize_text(_clean(text, codec), rules)
     return normalize_text(_extract(separate_xml(_clean(text, codec)), rules), rules)
+
+
+#: Subtypes of ``text/`` that are markup, read as a page (HTML) or as XML.
+_MARKUP_SUBTYPES: Final = frozenset({"html", "xml", "xhtml", "xml-external-parsed-entity"})
+
+
+def is_plain_text(content_type: str | None) -> bool:
+    """Whether an answer of this ``Content-Type`` is text, not markup: any ``text/``
+    type but HTML and XML (``text/plain``, ``text/csv``, ``text/css``, ``text/markdown``,
+    ``text/x-rst``...). Its content is read by :func:`content_text` with ``plain``.
+
+    >>> is_plain_text("text/plain; charset=utf-8"), is_plain_text("TEXT/CSV")
+    (True, True)
+    >>> is_plain_text("text/html"), is_plain_text("text/xml"), is_plain_text("text/x+xml")
+    (False, False, False)
+    >>> is_plain_text("application/octet-stream"), is_plain_text(None)
+    (False, False)
+    """
+    if not content_type:
+        return False
+    kind, _, subtype = content_type.split(";", 1)[0].strip().lower().partition("/")
+    return (
+        kind == "text"
+        and bool(subtype)
+        and subtype not in _MARKUP_SUBTYPES
+        and not (subtype.endswith("+xml"))
+    )
 
 
 def inflated(body: str | bytes) -> str | bytes:
@@ -946,7 +986,11 @@ class Digest(NamedTuple):
 
 
 def digest(
-    html: str | bytes, encoding: str | None = None, rules: ContentRules = DEFAULT_RULES
+    html: str | bytes,
+    encoding: str | None = None,
+    rules: ContentRules = DEFAULT_RULES,
+    *,
+    plain: bool = False,
 ) -> Digest:
     """Return the :class:`Digest` of a page: exact hash and simhash of its content text.
 
@@ -954,6 +998,8 @@ def digest(
         :func:`~scrapy_fresh.fingerprint.shingles.html_to_text`).
     :param encoding: the HTTP charset of ``html`` when it is bytes.
     :param rules: what is content (:class:`ContentRules`; default :data:`DEFAULT_RULES`).
+    :param plain: the document is text, not markup (a ``text/plain`` answer;
+        :func:`is_plain_text`): see :func:`content_text`.
 
     >>> page = "<html><body><main><p>Ducks swim.</p><p>%s</p></main></body></html>"
     >>> digest(page % "Built 2024-03-04 12:30") == digest(page % "Built 2025-01-09 08:01")
@@ -961,7 +1007,7 @@ def digest(
     >>> digest(page % "Price 51.77") == digest(page % "Price 52.77")
     False
     """
-    text = content_text(html, encoding, rules)
+    text = content_text(html, encoding, rules, plain=plain)
     hashed = int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=6).digest(), "big")
     return Digest(rules.scheme << HASH_BITS | hashed, fingerprint_text(text))
 

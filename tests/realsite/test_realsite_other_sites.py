@@ -1,6 +1,6 @@
 """Real documentation sites other than the Python docs, served by nginx.
 
-The Git manual pages (Debian package ``git-doc``: 241 AsciiDoc pages, XHTML, no main
+**A gzip sitemap.** The Git manual pages (Debian package ``git-doc``: 241 AsciiDoc pages, XHTML, no main
 landmark, a ``404`` link) crawled by Scrapy's SitemapSpider from a sitemap index whose
 child sitemap is gzip-compressed (``sitemap-pages.xml.gz``), as many sites publish it
 and regenerate it on every deploy. A gzip stream carries the time it was written in its
@@ -11,12 +11,19 @@ Three cycles, each "a month later" (every record due): plain Scrapy and the add-
 the same pages; with nothing edited (the sitemap written again) every page answers 304
 and nothing is "changed"; after a few pages were edited and every file touched, exactly
 those pages are "changed".
+
+**Text files in directory listings.** The same pages served with nginx's ``autoindex``
+(as a documentation tree often is): each directory's listing links every file, the
+AsciiDoc sources (``git-add.txt``, ``text/plain``) beside the HTML pages, and a
+CrawlSpider following every link reaches them all. A text file's content is its text:
+``<pathspec>`` in a synopsis is words, not an HTML tag, and an edit of it is "changed".
 """
 
 from __future__ import annotations
 
 import gzip
 import os
+import re
 import shutil
 import time
 from collections import Counter
@@ -126,3 +133,50 @@ def test_exactly_the_edited_pages_are_changed(cycles: dict[str, Any]) -> None:
     assert set(got(logged)) == set(cycles["plain"])  # every page touched: downloaded
     changed = {p for p, o in outcomes.items() if o[-1] == "changed"}
     assert {html_path(p) for p in changed} - {SITEMAP} == set(EDITED)
+
+
+#: AsciiDoc sources whose synopsis names ``<pathspec>``: the edit renames it.
+TEXT_EDITED = ["/git-add.txt", "/git-rm.txt", "/git-checkout.txt"]
+
+
+@pytest.fixture(scope="module")
+def listed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    work = tmp_path_factory.mktemp("git-docs-autoindex")
+    root = work / "site"
+    shutil.copytree(GIT_DOCS, root, symlinks=False, ignore_dangling_symlinks=True)
+    out: dict[str, Any] = {}
+    with Nginx(root, work / "nginx", extra="autoindex on;") as server:
+        config = {"spider": "everything", "no_items": True, "start": [server.url("/")]}
+        run_crawl({**config, "settings": {}}, work / "plain").check()
+        out["plain"] = {r.path for r in server.new_requests() if r.status == 200}
+        for n in (1, 2):
+            if n == 2:
+                for page in TEXT_EDITED:
+                    path = root / page.lstrip("/")
+                    text, count = re.subn("<pathspec>", "<path>", path.read_text(), count=1)
+                    assert count == 1, page
+                    path.write_text(text)
+            log = work / f"v{n}.jsonl"
+            crawl = run_crawl(
+                {**config, "clock_offset": ALL_DUE_OFFSET * (n - 1),
+                 "settings": {"ADDONS": {"scrapy_fresh.Addon": 0},
+                              "FRESH_SQLITE_PATH": str(work / "state.sqlite"),
+                              "FRESH_VISIT_LOG": str(log)}},
+                work / f"c{n}",
+            )  # fmt: skip
+            crawl.check()
+            out[n] = (server.new_requests(), outcomes_by_path(visits(log)))
+    return out
+
+
+def test_listings_reach_the_same_files_as_plain_scrapy(listed: dict[str, Any]) -> None:
+    logged, _ = listed[1]
+    assert {p for p in listed["plain"] if p.endswith(".txt")} >= set(TEXT_EDITED)
+    assert {r.path for r in logged if r.status == 200} == listed["plain"]
+
+
+def test_an_edit_of_a_text_file_is_changed(listed: dict[str, Any]) -> None:
+    _, outcomes = listed[2]
+    changed = {p for p, o in outcomes.items() if o[-1] == "changed"}
+    # the listings show the edited files' new sizes and times: they changed too
+    assert {p for p in changed if not p.endswith("/")} == set(TEXT_EDITED)

@@ -364,7 +364,8 @@ def page_content(
     mis-encoded bodies are decoded as the fingerprint decodes them; a ``text/plain``
     answer is text, not markup: :func:`~scrapy_fresh.fingerprint.content.is_plain_text`)."""
     encoding = getattr(response, "encoding", None)
-    plain = is_plain_text(header(response.headers, "Content-Type"))  # text, not markup
+    # text, not markup; None: the type does not say (a gzip file: by what it holds)
+    plain = True if is_plain_text(header(response.headers, "Content-Type")) else None
     found = digest(response.body, encoding, rules, plain=plain)
     if schemes is None:
         return PageContent(found.simhash, digest=found.exact)

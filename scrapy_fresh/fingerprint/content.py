@@ -878,13 +878,16 @@ def content_text(
     encoding: str | None = None,
     rules: ContentRules = DEFAULT_RULES,
     *,
-    plain: bool = False,
+    plain: bool | None = None,
 ) -> str:
     """Return the normalised content text of a page: what :func:`digest` hashes.
 
-    With ``plain`` (a ``text/plain`` answer: :func:`is_plain_text`) the document is text,
-    not markup: all of it is content, ``<pathspec>`` is words and not a tag, and
-    selectors and link targets do not apply; the noise rules do.
+    With ``plain`` True (a ``text/plain`` answer: :func:`is_plain_text`) the document is
+    text, not markup: all of it is content, ``<pathspec>`` is words and not a tag, and
+    selectors and link targets do not apply; the noise rules do. False: markup. None
+    (the answer's type did not say it is text): markup, but for a gzip stream
+    (:func:`inflated`: its type names the compression, not the document) that does not
+    start with ``<``, such as a ``manual.txt.gz``, which is text.
 
     >>> content_text(b"<html><body><nav>Home</nav><main><p>Hello <b>world</b></p>"
     ...              b"<p>Updated 2024-03-04</p><div class='ad-slot'>Buy!</div></main>"
@@ -892,10 +895,16 @@ def content_text(
     'Hello world Updated {date}'
     >>> content_text(b"git add [--] [<pathspec>...]\\nUpdated 2024-03-04", plain=True)
     'git add [--] [<pathspec>...] Updated {date}'
+    >>> import gzip
+    >>> content_text(gzip.compress(b"dpkg --set-selections <selection.txt  |state|"))
+    'dpkg --set-selections <selection.txt |state|'
     """
     if not isinstance(rules, ContentRules):
         raise TypeError(f"rules ({rules!r}) must be a ContentRules; use ContentRules.build().")
-    text, codec = _decode_with_codec(inflated(html), encoding)
+    document = inflated(html)
+    text, codec = _decode_with_codec(document, encoding)
+    if plain is None:
+        plain = document is not html and not text.lstrip().startswith("<")
     if plain:
         return normalize_text(_clean(text, codec), rules)
     return normalize_text(_extract(separate_xml(_clean(text, codec)), rules), rules)
@@ -908,7 +917,8 @@ _MARKUP_SUBTYPES: Final = frozenset({"html", "xml", "xhtml", "xml-external-parse
 def is_plain_text(content_type: str | None) -> bool:
     """Whether an answer of this ``Content-Type`` is text, not markup: any ``text/``
     type but HTML and XML (``text/plain``, ``text/csv``, ``text/css``, ``text/markdown``,
-    ``text/x-rst``...). Its content is read by :func:`content_text` with ``plain``.
+    ``text/x-rst``...). Its content is read by :func:`content_text` with ``plain``; other
+    types pass None there.
 
     >>> is_plain_text("text/plain; charset=utf-8"), is_plain_text("TEXT/CSV")
     (True, True)
@@ -990,7 +1000,7 @@ def digest(
     encoding: str | None = None,
     rules: ContentRules = DEFAULT_RULES,
     *,
-    plain: bool = False,
+    plain: bool | None = None,
 ) -> Digest:
     """Return the :class:`Digest` of a page: exact hash and simhash of its content text.
 
@@ -998,8 +1008,9 @@ def digest(
         :func:`~scrapy_fresh.fingerprint.shingles.html_to_text`).
     :param encoding: the HTTP charset of ``html`` when it is bytes.
     :param rules: what is content (:class:`ContentRules`; default :data:`DEFAULT_RULES`).
-    :param plain: the document is text, not markup (a ``text/plain`` answer;
-        :func:`is_plain_text`): see :func:`content_text`.
+    :param plain: True: the document is text, not markup (a ``text/plain`` answer;
+        :func:`is_plain_text`); False: markup; None: markup unless it is a gzip stream
+        of text (see :func:`content_text`).
 
     >>> page = "<html><body><main><p>Ducks swim.</p><p>%s</p></main></body></html>"
     >>> digest(page % "Built 2024-03-04 12:30") == digest(page % "Built 2025-01-09 08:01")

@@ -884,7 +884,9 @@ def content_text(
 
     With ``plain`` True (a ``text/plain`` answer: :func:`is_plain_text`) the document is
     text, not markup: all of it is content, ``<pathspec>`` is words and not a tag, and
-    selectors and link targets do not apply; the noise rules do. False: markup. None
+    selectors and link targets do not apply; the noise rules do (unless the document
+    starts as an HTML page does, ``<!DOCTYPE html>`` or ``<html>``: a page served as
+    ``text/plain`` by mistake is still read as a page). False: markup. None
     (the answer's type did not say it is text): markup, but for a gzip stream
     (:func:`inflated`: its type names the compression, not the document) that does not
     start with ``<``, such as a ``manual.txt.gz``, which is text.
@@ -895,6 +897,8 @@ def content_text(
     'Hello world Updated {date}'
     >>> content_text(b"git add [--] [<pathspec>...]\\nUpdated 2024-03-04", plain=True)
     'git add [--] [<pathspec>...] Updated {date}'
+    >>> content_text(b"<!DOCTYPE html><nav>Home</nav><p>Hi</p>", plain=True)
+    'Hi'
     >>> import gzip
     >>> content_text(gzip.compress(b"dpkg --set-selections <selection.txt  |state|"))
     'dpkg --set-selections <selection.txt |state|'
@@ -905,11 +909,16 @@ def content_text(
     text, codec = _decode_with_codec(document, encoding)
     if plain is None:
         plain = document is not html and not text.lstrip().startswith("<")
+    elif plain and _HTML_START.match(text):  # a page served as text/plain by mistake
+        plain = False
     if plain:
         return normalize_text(_clean(text, codec), rules)
     return normalize_text(_extract(separate_xml(_clean(text, codec)), rules), rules)
 
 
+#: How an HTML page starts: one served as ``text/plain`` (a server's default type for
+#: an unknown extension) is still read as a page.
+_HTML_START: Final = re.compile(r"\s*<(?:!doctype\s+html|html[\s>])", re.IGNORECASE)
 #: Subtypes of ``text/`` that are markup, read as a page (HTML) or as XML.
 _MARKUP_SUBTYPES: Final = frozenset({"html", "xml", "xhtml", "xml-external-parsed-entity"})
 

@@ -1,7 +1,7 @@
 """Real documentation sites other than the Python docs, served by nginx.
 
-**A gzip sitemap.** The Git manual pages (Debian package ``git-doc``: 241 AsciiDoc pages, XHTML, no main
-landmark, a ``404`` link) crawled by Scrapy's SitemapSpider from a sitemap index whose
+**A gzip sitemap.** The Git manual pages (Debian package ``git-doc``: 241 AsciiDoc
+pages, XHTML, no main landmark, a ``404`` link) crawled by Scrapy's SitemapSpider from a sitemap index whose
 child sitemap is gzip-compressed (``sitemap-pages.xml.gz``), as many sites publish it
 and regenerate it on every deploy. A gzip stream carries the time it was written in its
 header, so a sitemap written again with the same entries is other bytes: what it holds,

@@ -33,6 +33,7 @@ from urllib.parse import urldefrag, urlsplit
 from scrapy import Request, Spider, signals
 from scrapy.crawler import CrawlerProcess
 from scrapy.exceptions import IgnoreRequest
+from scrapy.http import HtmlResponse
 from scrapy.linkextractors import LinkExtractor
 from scrapy.spiders import CrawlSpider, Rule, SitemapSpider, XMLFeedSpider
 
@@ -111,6 +112,28 @@ class RulesSpider(CrawlSpider):
 
     def parse_page(self, response: Any) -> Any:
         yield page_item(response)
+
+
+class EverythingSpider(CrawlSpider):
+    """CrawlSpider following every link of the site, whatever its extension (text
+    files, PDFs, archives, directory listings): an item per HTML page (none with
+    ``no_items``); other answers yield nothing and are judged by their content."""
+
+    name = "realsite_everything"
+    rules = (Rule(LinkExtractor(deny_extensions=[]), callback="parse_page", follow=True),)
+
+    def __init__(self, config: dict[str, Any], **kwargs: Any) -> None:
+        self.config = config
+        self.start_urls = list(config["start"])
+        self.allowed_domains = ["127.0.0.1"]
+        super().__init__(**kwargs)
+
+    def parse_start_url(self, response: Any, **kwargs: Any) -> Any:
+        return list(self.parse_page(response))
+
+    def parse_page(self, response: Any) -> Any:
+        if isinstance(response, HtmlResponse) and not self.config.get("no_items"):
+            yield page_item(response)
 
 
 class MapSpider(SitemapSpider):
@@ -253,6 +276,7 @@ SPIDERS: dict[str, type[Spider]] = {
     "prices": PriceSpider,
     "links": LinkSpider,
     "rules": RulesSpider,
+    "everything": EverythingSpider,
     "sitemap": MapSpider,
     "feed": FeedSpider,
     "kwargs": KwargsSpider,

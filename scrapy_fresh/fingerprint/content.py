@@ -8,7 +8,8 @@ The pipeline, one step each:
 
 1. **Parse** with Resiliparse (its Lexbor HTML5 parser), after decoding the bytes the way
    :func:`scrapy_fresh.fingerprint.shingles.html_to_text` does (BOM, ``encoding``, the document's
-   declaration, UTF-8).
+   declaration, UTF-8); a gzip-compressed body (a ``sitemap.xml.gz``) is read as what it
+   holds (:func:`inflated`), not as its bytes.
 2. **Choose the content.** The user's include selectors (:attr:`ContentRules.include`)
    when set; else the page's main landmarks (``<main>``, ``[role=main]``), else its
    ``<article>`` elements, else the whole ``<body>``. Everything else is dropped.
@@ -38,6 +39,7 @@ import functools
 import hashlib
 import itertools
 import re
+import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple, TypeAlias
@@ -50,12 +52,14 @@ from resiliparse.parse.html import CSSParserException, DocumentNode, DOMNode, HT
 from scrapy_fresh._boolean import parse_flag
 from scrapy_fresh.exceptions import ConfigError
 from scrapy_fresh.fingerprint.shingles import _decode_with_codec, fingerprint_text
+from scrapy_fresh.providers.safexml import TooLarge, gunzip_capped, is_gzip
 
 __all__ = [
     "BOILERPLATE_SELECTORS",
     "CONTENT_VERSION",
     "DEFAULT_RULES",
     "HASH_BITS",
+    "MAX_INFLATED_BYTES",
     "NOISE_RULES",
     "PAGE_FURNITURE_SELECTORS",
     "ContentRules",
@@ -63,6 +67,8 @@ __all__ = [
     "content_text",
     "digest",
     "digest_scheme",
+    "inflated",
+    "is_plain_text",
     "normalize_text",
 ]
 
@@ -70,6 +76,10 @@ __all__ = [
 #: digest's scheme tag (:func:`digest_scheme`): a digest made by an older version is not
 #: compared with a new one, so an upgrade does not make every page look changed once.
 CONTENT_VERSION: Final = 4
+#: Largest gzip payload judged by what it holds (:func:`inflated`): the sitemap
+#: protocol's 50 MB, uncompressed. A larger one (or a damaged stream) is judged by its
+#: bytes as they came.
+MAX_INFLATED_BYTES: Final = 50 * 1024 * 1024
 #: The low bits of :attr:`Digest.exact` that hash the text; the 16 above them are the
 #: scheme tag (:func:`digest_scheme`).
 HASH_BITS: Final = 48
@@ -875,19 +885,105 @@ def _code_text(block: str) -> str:
 
 
 def content_text(
-    html: str | bytes, encoding: str | None = None, rules: ContentRules = DEFAULT_RULES
+    html: str | bytes,
+    encoding: str | None = None,
+    rules: ContentRules = DEFAULT_RULES,
+    *,
+    plain: bool | None = None,
 ) -> str:
     """Return the normalised content text of a page: what :func:`digest` hashes.
+
+    With ``plain`` True (a ``text/plain`` answer: :func:`is_plain_text`) the document is
+    text, not markup: all of it is content, ``<pathspec>`` is words and not a tag, and
+    selectors and link targets do not apply; the noise rules do (unless the document
+    starts as an HTML page does, ``<!DOCTYPE html>`` or ``<html>``: a page served as
+    ``text/plain`` by mistake is still read as a page). False: markup. None
+    (the answer's type did not say it is text): markup, but for a gzip stream
+    (:func:`inflated`: its type names the compression, not the document) that does not
+    start with ``<``, such as a ``manual.txt.gz``, which is text.
 
     >>> content_text(b"<html><body><nav>Home</nav><main><p>Hello <b>world</b></p>"
     ...              b"<p>Updated 2024-03-04</p><div class='ad-slot'>Buy!</div></main>"
     ...              b"<footer>(c) 2024</footer></body></html>")
     'Hello world Updated {date}'
+    >>> content_text(b"git add [--] [<pathspec>...]\\nUpdated 2024-03-04", plain=True)
+    'git add [--] [<pathspec>...] Updated {date}'
+    >>> content_text(b"<!DOCTYPE html><nav>Home</nav><p>Hi</p>", plain=True)
+    'Hi'
+    >>> import gzip
+    >>> content_text(gzip.compress(b"dpkg --set-selections <selection.txt  |state|"))
+    'dpkg --set-selections <selection.txt |state|'
     """
     if not isinstance(rules, ContentRules):
         raise TypeError(f"rules ({rules!r}) must be a ContentRules; use ContentRules.build().")
-    text, codec = _decode_with_codec(html, encoding)
+    document = inflated(html)
+    text, codec = _decode_with_codec(document, encoding)
+    if plain is None:
+        plain = document is not html and not text.lstrip().startswith("<")
+    elif plain and _HTML_START.match(text):  # a page served as text/plain by mistake
+        plain = False
+    if plain:
+        return normalize_text(_clean(text, codec), rules)
     return normalize_text(_extract(separate_xml(_clean(text, codec)), rules), rules)
+
+
+#: How an HTML page starts: one served as ``text/plain`` (a server's default type for
+#: an unknown extension) is still read as a page.
+_HTML_START: Final = re.compile(r"\s*<(?:!doctype\s+html|html[\s>])", re.IGNORECASE)
+#: Subtypes of ``text/`` that are markup, read as a page (HTML) or as XML.
+_MARKUP_SUBTYPES: Final = frozenset({"html", "xml", "xhtml", "xml-external-parsed-entity"})
+
+
+def is_plain_text(content_type: str | None) -> bool:
+    """Whether an answer of this ``Content-Type`` is text, not markup: any ``text/``
+    type but HTML and XML (``text/plain``, ``text/csv``, ``text/css``, ``text/markdown``,
+    ``text/x-rst``...). Its content is read by :func:`content_text` with ``plain``; other
+    types pass None there.
+
+    >>> is_plain_text("text/plain; charset=utf-8"), is_plain_text("TEXT/CSV")
+    (True, True)
+    >>> is_plain_text("text/html"), is_plain_text("text/xml"), is_plain_text("text/x+xml")
+    (False, False, False)
+    >>> is_plain_text("application/octet-stream"), is_plain_text(None)
+    (False, False)
+    """
+    if not content_type:
+        return False
+    kind, _, subtype = content_type.split(";", 1)[0].strip().lower().partition("/")
+    return (
+        kind == "text"
+        and bool(subtype)
+        and subtype not in _MARKUP_SUBTYPES
+        and not (subtype.endswith("+xml"))
+    )
+
+
+def inflated(body: str | bytes) -> str | bytes:
+    """What a gzip-compressed body holds (a ``sitemap.xml.gz`` served as a file, without
+    ``Content-Encoding``, which Scrapy would have undone), else ``body`` itself.
+
+    A gzip stream's header carries the time it was written (and often a file name): a
+    document compressed again with the same content is other bytes. Its content is what
+    it inflates to, as Scrapy's ``SitemapSpider`` reads it. Inflated as a stream up to
+    :data:`MAX_INFLATED_BYTES` (a gzip bomb stops there); a larger or damaged stream is
+    left as it came.
+
+    >>> import gzip
+    >>> xml = b"<?xml version='1.0'?><urlset><url><loc>a</loc></url></urlset>"
+    >>> inflated(gzip.compress(xml, mtime=1)) == inflated(gzip.compress(xml, mtime=2)) == xml
+    True
+    >>> inflated(b"<p>not gzip</p>")
+    b'<p>not gzip</p>'
+    """
+    if isinstance(body, str):
+        return body
+    data = bytes(body) if isinstance(body, (bytearray, memoryview)) else body
+    if not isinstance(data, bytes) or not is_gzip(data):
+        return body
+    try:
+        return b"".join(gunzip_capped(data, MAX_INFLATED_BYTES))
+    except (TooLarge, zlib.error):
+        return body
 
 
 _XML_DECLARATION = re.compile(r"\s*<\?xml\b", re.IGNORECASE)
@@ -920,7 +1016,11 @@ class Digest(NamedTuple):
 
 
 def digest(
-    html: str | bytes, encoding: str | None = None, rules: ContentRules = DEFAULT_RULES
+    html: str | bytes,
+    encoding: str | None = None,
+    rules: ContentRules = DEFAULT_RULES,
+    *,
+    plain: bool | None = None,
 ) -> Digest:
     """Return the :class:`Digest` of a page: exact hash and simhash of its content text.
 
@@ -928,6 +1028,9 @@ def digest(
         :func:`~scrapy_fresh.fingerprint.shingles.html_to_text`).
     :param encoding: the HTTP charset of ``html`` when it is bytes.
     :param rules: what is content (:class:`ContentRules`; default :data:`DEFAULT_RULES`).
+    :param plain: True: the document is text, not markup (a ``text/plain`` answer;
+        :func:`is_plain_text`); False: markup; None: markup unless it is a gzip stream
+        of text (see :func:`content_text`).
 
     >>> page = "<html><body><main><p>Ducks swim.</p><p>%s</p></main></body></html>"
     >>> digest(page % "Built 2024-03-04 12:30") == digest(page % "Built 2025-01-09 08:01")
@@ -935,7 +1038,7 @@ def digest(
     >>> digest(page % "Price 51.77") == digest(page % "Price 52.77")
     False
     """
-    text = content_text(html, encoding, rules)
+    text = content_text(html, encoding, rules, plain=plain)
     hashed = int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=6).digest(), "big")
     return Digest(rules.scheme << HASH_BITS | hashed, fingerprint_text(text))
 

@@ -84,6 +84,24 @@ def run_crawl(config: dict[str, Any], workdir: Path, timeout: float = 120.0) -> 
     return start_crawl(config, workdir).finish(timeout)
 
 
+def addon_cycle(
+    config: dict[str, Any], work: Path, n: int, extra: dict[str, Any] | None = None
+) -> tuple[RealCrawl, dict[str, list[str]]]:
+    """Run cycle ``n`` (1, 2...) of the add-on over ``config``'s spider: every record due
+    (``n - 1`` times :data:`ALL_DUE_OFFSET` later), the SQLite store ``work/state.sqlite``,
+    the visit log ``work/v<n>.jsonl``, more settings in ``extra``. Fail unless it ran to
+    its end; return the crawl and its outcomes by path."""
+    log = work / f"v{n}.jsonl"
+    settings = {"ADDONS": {"scrapy_fresh.Addon": 0}, "FRESH_SQLITE_PATH": str(work / "state.sqlite"),
+                "FRESH_VISIT_LOG": str(log), **(extra or {})}  # fmt: skip
+    crawl = run_crawl(
+        {**config, "clock_offset": ALL_DUE_OFFSET * (n - 1), "settings": settings},
+        work / f"c{n}",
+    )
+    crawl.check()
+    return crawl, outcomes_by_path(visits(log))
+
+
 # -- reading what happened ---------------------------------------------------------------
 
 

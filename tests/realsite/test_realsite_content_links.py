@@ -62,22 +62,21 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Any]:
     work = tmp_path_factory.mktemp("content-links")
     root = work / "site"
     copy_pages(root)
-    db = work / "state.sqlite"
     out: dict[int, Any] = {}
     with Nginx(root, work / "nginx") as server:
-        out[1] = docs_run(server, work, db, 1, {})
+        out[1] = docs_run(server, work, 1, {})
         edit(root, TEXT_EDITED)
         touch_all(root, time.time() - 100)
-        out[2] = docs_run(server, work, db, 2, LINKS_ON)  # turned on
+        out[2] = docs_run(server, work, 2, LINKS_ON)  # turned on
         retarget(root, LINK_EDITED)
         touch_all(root, time.time() - 60)
-        out[3] = docs_run(server, work, db, 3, LINKS_ON)
+        out[3] = docs_run(server, work, 3, LINKS_ON)
         retarget(root, LINK_EDITED_OFF)
         touch_all(root, time.time() - 20)
-        out[4] = docs_run(server, work, db, 4, {})  # turned off again
+        out[4] = docs_run(server, work, 4, {})  # turned off again
         retarget(root, LINK_EDITED_LATER)
         touch_all(root, time.time() - 10)
-        out[5] = docs_run(server, work, db, 5, {})
+        out[5] = docs_run(server, work, 5, {})
     return out
 
 

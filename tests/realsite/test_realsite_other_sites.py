@@ -42,12 +42,10 @@ import pytest
 
 from tests.nginx_support import Nginx, edit_page
 from tests.realsite_support import (
-    ALL_DUE_OFFSET,
+    addon_cycle,
     got,
     html_path,
-    outcomes_by_path,
     run_crawl,
-    visits,
 )
 
 GIT_DOCS = Path("/usr/share/doc/git-doc")
@@ -111,16 +109,8 @@ def cycles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                         os.utime(f, (later, later))
             time.sleep(1.1)  # a sitemap of another second: another gzip header
             write_sitemaps(root, server)
-            log = work / f"v{n}.jsonl"
-            crawl = run_crawl(
-                {**config, "clock_offset": ALL_DUE_OFFSET * (n - 1),
-                 "settings": {"ADDONS": {"scrapy_fresh.Addon": 0},
-                              "FRESH_SQLITE_PATH": str(work / "state.sqlite"),
-                              "FRESH_VISIT_LOG": str(log)}},
-                work / f"c{n}",
-            )  # fmt: skip
-            crawl.check()
-            out[n] = (server.new_requests(), outcomes_by_path(visits(log)))
+            _, outcomes = addon_cycle(config, work, n)
+            out[n] = (server.new_requests(), outcomes)
     return out
 
 
@@ -170,16 +160,8 @@ def listed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                     text, count = re.subn("<pathspec>", "<path>", path.read_text(), count=1)
                     assert count == 1, page
                     path.write_text(text)
-            log = work / f"v{n}.jsonl"
-            crawl = run_crawl(
-                {**config, "clock_offset": ALL_DUE_OFFSET * (n - 1),
-                 "settings": {"ADDONS": {"scrapy_fresh.Addon": 0},
-                              "FRESH_SQLITE_PATH": str(work / "state.sqlite"),
-                              "FRESH_VISIT_LOG": str(log)}},
-                work / f"c{n}",
-            )  # fmt: skip
-            crawl.check()
-            out[n] = (server.new_requests(), outcomes_by_path(visits(log)))
+            _, outcomes = addon_cycle(config, work, n)
+            out[n] = (server.new_requests(), outcomes)
     return out
 
 
@@ -220,16 +202,8 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                 text = text.replace(line, b"<selection.txt         |package choice   |")
                 (root / TEXT_EDITION[1:]).write_bytes(gzip.compress(text, mtime=time.time()))
                 edit_page(root / CHAPTER[1:])
-            log = work / f"v{n}.jsonl"
-            crawl = run_crawl(
-                {**config, "clock_offset": ALL_DUE_OFFSET * (n - 1),
-                 "settings": {"ADDONS": {"scrapy_fresh.Addon": 0},
-                              "FRESH_SQLITE_PATH": str(work / "state.sqlite"),
-                              "FRESH_VISIT_LOG": str(log)}},
-                work / f"c{n}",
-            )  # fmt: skip
-            crawl.check()
-            out[n] = (server.new_requests(), outcomes_by_path(visits(log)))
+            _, outcomes = addon_cycle(config, work, n)
+            out[n] = (server.new_requests(), outcomes)
     return out
 
 

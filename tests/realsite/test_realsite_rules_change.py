@@ -27,7 +27,7 @@ import pytest
 
 from tests.nginx_support import PYTHON_DOCS, Nginx
 from tests.realsite.test_realsite_verdicts import PAGES, one_number, one_word
-from tests.realsite_support import ALL_DUE_OFFSET, outcomes_by_path, run_crawl, visits
+from tests.realsite_support import addon_cycle
 
 pytestmark = [
     pytest.mark.realsite,
@@ -58,21 +58,15 @@ def forget_rules(db: Path) -> None:
 
 
 def docs_run(
-    server: Nginx, work: Path, db: Path, n: int, extra: dict[str, Any]
+    server: Nginx, work: Path, n: int, extra: dict[str, Any]
 ) -> tuple[dict[str, list[str]], Any]:
-    """Run ``n`` of the spider yielding no item over :data:`PAGES` (every page due):
-    the outcomes by path from its visit log, and the crawl."""
-    log = work / f"v{n}.jsonl"
-    settings = {"ADDONS": {"scrapy_fresh.Addon": 0}, "FRESH_SQLITE_PATH": str(db),
-                "FRESH_VISIT_LOG": str(log), **extra}  # fmt: skip
-    crawl = run_crawl(
-        {"spider": "links", "no_items": True, "no_follow": True,
-         "start": [server.url("/" + p) for p in PAGES],
-         "clock_offset": ALL_DUE_OFFSET * (n - 1), "settings": settings},
-        work / f"c{n}",
-    )  # fmt: skip
-    crawl.check()
-    return outcomes_by_path(visits(log)), crawl
+    """Run ``n`` of the spider yielding no item over :data:`PAGES` (every page due,
+    the store ``work/state.sqlite``): the outcomes by path from its visit log, and the
+    crawl."""
+    config = {"spider": "links", "no_items": True, "no_follow": True,
+              "start": [server.url("/" + p) for p in PAGES]}  # fmt: skip
+    crawl, outcomes = addon_cycle(config, work, n, extra)
+    return outcomes, crawl
 
 
 def edit(root: Path, pages: list[str]) -> None:
@@ -96,16 +90,16 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Any]:
     db = work / "state.sqlite"
     out: dict[int, Any] = {}
     with Nginx(root, work / "nginx") as server:
-        out[1] = docs_run(server, work, db, 1, {})
+        out[1] = docs_run(server, work, 1, {})
         edit(root, EDITED)
         touch_all(root, time.time() - 100)
-        out[2] = docs_run(server, work, db, 2, NEW_RULES)
+        out[2] = docs_run(server, work, 2, NEW_RULES)
         edit(root, PAGES[1::6])
         touch_all(root, time.time() - 50)
-        out[3] = docs_run(server, work, db, 3, NEW_RULES)
+        out[3] = docs_run(server, work, 3, NEW_RULES)
         forget_rules(db)
         touch_all(root, time.time() - 20)
-        out[4] = docs_run(server, work, db, 4, {})
+        out[4] = docs_run(server, work, 4, {})
     return out
 
 

@@ -89,6 +89,26 @@ def test_due_during_a_waiting_discovery_update_is_kept(tmp_path: Path) -> None:
     crawl.close()
 
 
+def test_due_between_a_read_and_its_write_is_kept(tmp_path: Path) -> None:
+    """The crawl read a record (a visit begins, or a sighting) and writes it back; the
+    operator made the page due from another process in between: the write merges with
+    the record as the crawl read it, so the operator's due time stays."""
+    path = tmp_path / "state.sqlite"
+    with SQLiteStore(path) as setup:
+        setup.put(visited(1, 3, NOW, next_due=4_000_000_000.0))
+    crawl = behind(path)
+    record = crawl.get(page(1).key)
+    done = operator("due", page(1).url, "--sqlite-path", str(path))
+    assert done.returncode == 0, done.stderr
+    record.request = {"meta": {"seen": "again"}}
+    crawl.put(record)  # made from the copy read before the operator's write
+    crawl.flush()
+    after = crawl.get(page(1).key)
+    assert after.next_due < 4_000_000_000.0  # the operator's due time stays
+    assert after.request == {"meta": {"seen": "again"}}
+    crawl.close()
+
+
 LOCK_HOLDER = """
 import sqlite3, sys, time
 conn = sqlite3.connect(sys.argv[1], isolation_level=None)

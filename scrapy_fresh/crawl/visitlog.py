@@ -14,6 +14,7 @@ directory, like :setting:`FRESH_SQLITE_PATH`). ``scrapy-fresh report`` reads it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -28,6 +29,7 @@ from scrapy_fresh import default_settings
 from scrapy_fresh.config import flag
 from scrapy_fresh.crawl.runtime import FreshRuntime, header_items
 from scrapy_fresh.crawl.stores import resolve_sqlite_path
+from scrapy_fresh.store.base import CommitHookStore
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -70,8 +72,11 @@ class VisitLog:
     """Extension: append each visit outcome and each download to :setting:`FRESH_VISIT_LOG`.
 
     Installed by the add-on; off when :setting:`FRESH_VISIT_LOG` is empty or
-    :setting:`FRESH_ENABLED` is False. Lines are written as they happen (line-buffered),
-    so a killed crawl keeps what it logged.
+    :setting:`FRESH_ENABLED` is False. Lines are written as they happen, or, beside a
+    store that commits in batches (SQLite: :class:`~scrapy_fresh.store.base.CommitHookStore`),
+    buffered and written just before each commit of the store: the log (and the change
+    feed read from it) never lags the store, and a killed crawl loses no line of a
+    visit the store kept.
     """
 
     def __init__(self, crawler: Crawler, path: str) -> None:
@@ -80,6 +85,8 @@ class VisitLog:
         self.run_id = f"{int(time.time() * 1000):x}-{os.getpid()}"
         self.runtime: FreshRuntime | None = None
         self._file: TextIO | None = None
+        #: Whether the store's commits write the lines out (else each line is written).
+        self._batched = False
         crawler.signals.connect(self._opened, signal=signals.spider_opened)
         crawler.signals.connect(self._closed, signal=signals.spider_closed)
         crawler.signals.connect(self._downloaded, signal=signals.response_downloaded)
@@ -104,6 +111,8 @@ class VisitLog:
             return
         try:
             self._file.write(_encode(event) + "\n")
+            if not self._batched:
+                self._file.flush()
         except (OSError, ValueError) as exc:
             logger.warning(
                 "scrapy_fresh visit log %(path)s: %(exc)s", {"path": self.path, "exc": exc}
@@ -118,13 +127,17 @@ class VisitLog:
         self.path = resolve_visit_log_path(runtime.config.visit_log or self.path)
         try:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            self._file = open(self.path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115
+            self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
         except OSError as exc:
             logger.warning(
                 "scrapy_fresh cannot open the visit log %(path)s: %(exc)s",
                 {"path": self.path, "exc": exc},
             )
             return
+        store = runtime.store_if_open  # opened by the scheduler, before spider_opened
+        if isinstance(store, CommitHookStore):
+            store.before_commit.append(self.flush)
+            self._batched = True
         spider = self.crawler.spider
         self._write(
             {
@@ -135,12 +148,33 @@ class VisitLog:
             }
         )
 
+    def flush(self) -> None:
+        """Write out the buffered lines (before each commit of the store)."""
+        if self._file is None:
+            return
+        try:
+            self._file.flush()
+        except (OSError, ValueError) as exc:
+            logger.warning(
+                "scrapy_fresh visit log %(path)s: %(exc)s", {"path": self.path, "exc": exc}
+            )
+
     def _closed(self, reason: str) -> None:
         stats = self.crawler.stats.get_stats() if self.crawler.stats else {}
         fresh = {k: v for k, v in stats.items() if k.startswith("fresh/")}
         self._write({**self._base("run"), "phase": "close", "reason": reason, "stats": fresh})
         if self._file is not None:
-            self._file.close()
+            store = self.runtime.store_if_open if self.runtime is not None else None
+            if self._batched and isinstance(store, CommitHookStore):
+                with contextlib.suppress(ValueError):
+                    store.before_commit.remove(self.flush)
+            self._batched = False
+            try:
+                self._file.close()
+            except OSError as exc:
+                logger.warning(
+                    "scrapy_fresh visit log %(path)s: %(exc)s", {"path": self.path, "exc": exc}
+                )
             self._file = None
 
     def _downloaded(self, response: Response, request: Request) -> None:

@@ -25,7 +25,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-__all__ = ["Waiting"]
+__all__ = ["READ_MAX", "Waiting"]
+
+#: Rows read from the file kept as bases (:meth:`Waiting.remember`): a visit reads its
+#: record and writes it back within one call; more are rows never written back.
+READ_MAX = 1024
 
 
 class Waiting:
@@ -47,6 +51,11 @@ class Waiting:
         #: commit that fails (a full disk) loses none of them.
         self.uncommitted_pages: dict[bytes, tuple[Any, ...]] = {}
         self.uncommitted_sites: dict[str, tuple[Any, ...]] = {}
+        #: Rows of records not waiting that this store read from the file since
+        #: :attr:`data_version` was taken, as read (:meth:`remember`): the base of a row
+        #: given next for the same record, without reading it again. Dropped whenever the
+        #: store writes the file directly (:meth:`forget_reads`).
+        self.read: dict[bytes, tuple[Any, ...]] = {}
         self.last_doc_id = 0
         self._since = 0.0  # time.monotonic() of the oldest waiting row
         self._retry_at = 0.0  # not due before this time.monotonic() (a write failed)
@@ -84,7 +93,24 @@ class Waiting:
             return blob not in self.new
         return blob in stored
 
+    def remember(self, blob: bytes, row: tuple[Any, ...]) -> None:
+        """Keep ``row``, just read from the file, as the base of the next row given for
+        its record (at most :data:`READ_MAX` rows are kept)."""
+        if len(self.read) >= READ_MAX:
+            self.read.clear()
+        self.read[blob] = row
+
+    def take_reads(self, blobs: list[bytes]) -> dict[bytes, tuple[Any, ...]]:
+        """The remembered rows of ``blobs`` (taken: a row is the base of one write)."""
+        read = self.read
+        return {blob: read.pop(blob) for blob in blobs if blob in read}
+
+    def forget_reads(self) -> None:
+        """The store wrote the file directly: a remembered row may be older than it."""
+        self.read.clear()
+
     def clear(self) -> None:
+        self.read.clear()
         self.pages.clear()
         self.sites.clear()
         self.new.clear()

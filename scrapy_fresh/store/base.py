@@ -35,6 +35,7 @@ __all__ = [
     "MAX_FUTURE_UPDATES",
     "MAX_PAST_UPDATES",
     "ClosingStore",
+    "CommitHookStore",
     "DueCursorStore",
     "LeasedVisitStore",
     "MetaChange",
@@ -501,6 +502,22 @@ class DueCursorStore(Protocol):
         cursor (callers filter what they have seen).
         """
         ...
+
+
+@runtime_checkable
+class CommitHookStore(Protocol):
+    """A store that makes its writes visible in batches (optional; SQLite does, above all
+    when it writes behind: :setting:`FRESH_COMMIT_SECS`).
+
+    It calls each of :attr:`before_commit` just before it commits, so that what must
+    never lag the store can be written out then and buffered in between: the visit log
+    (:mod:`scrapy_fresh.crawl.visitlog`) holds its lines until the store commits the
+    visits they tell. A store without it is taken to write each call at once.
+    """
+
+    #: Called, in order, before each commit; a callable that raises is logged and the
+    #: commit goes on.
+    before_commit: list[Callable[[], None]]
 
 
 @runtime_checkable

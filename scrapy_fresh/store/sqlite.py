@@ -373,6 +373,8 @@ class SQLiteStore(ClosingStore):
         self._waiting = Waiting()  # write-behind rows (commit_secs > 0)
         #: Writes refused because they would move a record back (see ``regresses``).
         self.regressions_refused = 0
+        #: Called before each commit of records (:class:`~scrapy_fresh.store.base.CommitHookStore`).
+        self.before_commit: list[Callable[[], None]] = []
         self._lock = threading.RLock()
         self._host_ids: dict[str, int] = {}
         self._host_names: dict[int, str] = {}
@@ -582,6 +584,7 @@ class SQLiteStore(ClosingStore):
         """
         with self._lock:
             conn = self._connection()
+            self._waiting.forget_reads()  # this write may change a row read before
             try:
                 if self._waiting:
                     self._write_waiting(conn)
@@ -635,7 +638,7 @@ class SQLiteStore(ClosingStore):
             if savepoint:
                 conn.execute("RELEASE fresh_waiting")
             elif not self._grouped:
-                conn.execute("COMMIT")
+                self._run_commit(conn)
         except BaseException:
             self._host_ids.clear()  # as _undo: hosts inserted by the undone rows are gone
             self._host_names.clear()
@@ -695,6 +698,7 @@ class SQLiteStore(ClosingStore):
                 )  # fmt: skip
 
     def _undo(self, conn: sqlite3.Connection, savepoint: bool, name: str = "fresh_write") -> None:
+        self._waiting.forget_reads()  # a row read inside what is undone is undone too
         # Hosts inserted by the undone call are gone again.
         self._host_ids.clear()
         self._host_names.clear()
@@ -715,9 +719,20 @@ class SQLiteStore(ClosingStore):
             conn.execute("ROLLBACK")
             self._waiting.rolled_back()
 
+    def _run_commit(self, conn: sqlite3.Connection) -> None:
+        """COMMIT, after the :attr:`before_commit` hooks (each one's failure logged)."""
+        for hook in self.before_commit:
+            try:
+                hook()
+            except Exception:  # noqa: PERF203  # a hook's failure never stops the commit
+                logger.exception(
+                    "SQLite store %(path)s: a before-commit hook failed", {"path": self.path}
+                )
+        conn.execute("COMMIT")
+
     def _commit(self, conn: sqlite3.Connection) -> None:
         if conn.in_transaction:
-            conn.execute("COMMIT")
+            self._run_commit(conn)
             self._waiting.committed()
         else:  # rolled back (a failed commit): rows written in it are waiting still
             self._waiting.rolled_back()
@@ -839,9 +854,14 @@ class SQLiteStore(ClosingStore):
         """Return the record of ``key``, or None."""
         blob = bytes.fromhex(check_key(key))
         with self._reading("get", waiting_ok=True) as conn:
-            row = self._waiting.pages.get(blob)
+            waiting = self._waiting
+            row = waiting.pages.get(blob)
             if row is None:
+                if self.write_behind and waiting.data_version is None:
+                    waiting.data_version = conn.execute("PRAGMA data_version").fetchone()[0]
                 row = conn.execute(f"{_SELECT_PAGES} WHERE key = ?", (blob,)).fetchone()
+                if row is not None and self.write_behind:
+                    waiting.remember(blob, row)  # the base of the visit's write
             return None if row is None else self._decode(conn, row)
 
     def get_many(self, keys: Iterable[str]) -> dict[str, PageState]:
@@ -913,7 +933,10 @@ class SQLiteStore(ClosingStore):
             waiting = self._waiting.pages
             if self._waiting.data_version is None:  # before the rows read (see _waiting)
                 self._waiting.data_version = conn.execute("PRAGMA data_version").fetchone()[0]
-            bases = self._stored_rows(conn, [r[0] for r in rows if r[0] not in waiting])
+            missing = [r[0] for r in rows if r[0] not in waiting]
+            bases = self._waiting.take_reads(missing)  # read by get() since data_version
+            if len(bases) < len(missing):
+                bases.update(self._stored_rows(conn, [b for b in missing if b not in bases]))
             stored = {blob: (row[_VISITS], row[_LAST_CRAWL]) for blob, row in bases.items()}
             new = {r[0] for r in rows if not self._waiting.in_file(r[0], stored)}
             if any(

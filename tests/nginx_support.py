@@ -120,6 +120,7 @@ http {{
         text/html html;
         text/css css;
         application/javascript js;
+        application/json json;
         application/xml xml;
         application/rss+xml rss;
         text/plain txt;

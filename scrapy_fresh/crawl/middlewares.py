@@ -32,7 +32,13 @@ from scrapy_fresh.crawl.reachability import UNREACHABLE_ERRORS
 from scrapy_fresh.crawl.requestinfo import is_robots_request
 from scrapy_fresh.crawl.runtime import FreshRuntime, Lease, header, header_items
 from scrapy_fresh.exceptions import ConfigError
-from scrapy_fresh.fingerprint.content import DEFAULT_RULES, ContentRules, digest, is_plain_text
+from scrapy_fresh.fingerprint.content import (
+    DEFAULT_RULES,
+    ContentRules,
+    digest,
+    is_json,
+    is_plain_text,
+)
 from scrapy_fresh.fingerprint.itemfields import (
     FieldRule,
     ItemRules,
@@ -362,11 +368,14 @@ def page_content(
     (:func:`~scrapy_fresh.fingerprint.verdict.judge`), and the simhash of the same text, which
     measures how much changed (:func:`~scrapy_fresh.fingerprint.content.digest`; binary and
     mis-encoded bodies are decoded as the fingerprint decodes them; a ``text/plain``
-    answer is text, not markup: :func:`~scrapy_fresh.fingerprint.content.is_plain_text`)."""
+    answer is text, not markup: :func:`~scrapy_fresh.fingerprint.content.is_plain_text`;
+    a JSON answer is its data: :func:`~scrapy_fresh.fingerprint.content.is_json`)."""
     encoding = getattr(response, "encoding", None)
+    content_type = header(response.headers, "Content-Type")
+    data = is_json(content_type)  # JSON: its data, whatever its layout and member order
     # text, not markup; None: the type does not say (a gzip file: by what it holds)
-    plain = True if is_plain_text(header(response.headers, "Content-Type")) else None
-    found = digest(response.body, encoding, rules, plain=plain)
+    plain = True if is_plain_text(content_type) else None
+    found = digest(response.body, encoding, rules, plain=plain, data=data)
     if schemes is None:
         return PageContent(found.simhash, digest=found.exact)
     schemes.remember(rules)
@@ -374,7 +383,10 @@ def page_content(
     def redigest(tag: int) -> tuple[int, ...] | None:  # by the other rules of that tag
         others = [old for old in schemes.candidates(tag) if old != rules]
         return (
-            tuple(digest(response.body, encoding, old, plain=plain).exact for old in others)
+            tuple(
+                digest(response.body, encoding, old, plain=plain, data=data).exact
+                for old in others
+            )
             or None
         )
 

@@ -9,7 +9,9 @@ The pipeline, one step each:
 1. **Parse** with Resiliparse (its Lexbor HTML5 parser), after decoding the bytes the way
    :func:`scrapy_fresh.fingerprint.shingles.html_to_text` does (BOM, ``encoding``, the document's
    declaration, UTF-8); a gzip-compressed body (a ``sitemap.xml.gz``) is read as what it
-   holds (:func:`inflated`), not as its bytes.
+   holds (:func:`inflated`), not as its bytes. A ``text/`` answer that is not markup is
+   text (:func:`is_plain_text`), and a JSON answer is its data (:func:`is_json`,
+   :func:`canonical_json`): neither is parsed; both go on at step 5.
 2. **Choose the content.** The user's include selectors (:attr:`ContentRules.include`)
    when set; else the page's main landmarks (``<main>``, ``[role=main]``), else its
    ``<article>`` elements, else the whole ``<body>``. Everything else is dropped.
@@ -38,6 +40,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import itertools
+import json
 import re
 import zlib
 from collections.abc import Callable, Iterable, Mapping
@@ -64,10 +67,12 @@ __all__ = [
     "PAGE_FURNITURE_SELECTORS",
     "ContentRules",
     "Digest",
+    "canonical_json",
     "content_text",
     "digest",
     "digest_scheme",
     "inflated",
+    "is_json",
     "is_plain_text",
     "normalize_text",
 ]
@@ -890,6 +895,7 @@ def content_text(
     rules: ContentRules = DEFAULT_RULES,
     *,
     plain: bool | None = None,
+    data: bool = False,
 ) -> str:
     """Return the normalised content text of a page: what :func:`digest` hashes.
 
@@ -902,6 +908,10 @@ def content_text(
     (:func:`inflated`: its type names the compression, not the document) that does not
     start with ``<``, such as a ``manual.txt.gz``, which is text.
 
+    With ``data`` True (a JSON answer: :func:`is_json`) the document is its data, in
+    :func:`canonical_json` form: its layout and the order of an object's members are not
+    content; the noise rules apply to it as to text. A body that is not JSON is text.
+
     >>> content_text(b"<html><body><nav>Home</nav><main><p>Hello <b>world</b></p>"
     ...              b"<p>Updated 2024-03-04</p><div class='ad-slot'>Buy!</div></main>"
     ...              b"<footer>(c) 2024</footer></body></html>")
@@ -913,11 +923,18 @@ def content_text(
     >>> import gzip
     >>> content_text(gzip.compress(b"dpkg --set-selections <selection.txt  |state|"))
     'dpkg --set-selections <selection.txt |state|'
+    >>> content_text(b'{"stock": 3,\\n "price": 9.5}', data=True)
+    '{"price":9.5,"stock":3}'
     """
     if not isinstance(rules, ContentRules):
         raise TypeError(f"rules ({rules!r}) must be a ContentRules; use ContentRules.build().")
     document = inflated(html)
     text, codec = _decode_with_codec(document, encoding)
+    if data:
+        canonical = canonical_json(text)
+        if canonical is not None:
+            return normalize_text(_clean(canonical), rules)
+        plain = True  # said to be JSON and is not: read as text, never as a page
     if plain is None:
         plain = document is not html and not text.lstrip().startswith("<")
     elif plain and _HTML_START.match(text):  # a page served as text/plain by mistake
@@ -956,6 +973,43 @@ def is_plain_text(content_type: str | None) -> bool:
         and subtype not in _MARKUP_SUBTYPES
         and not (subtype.endswith("+xml"))
     )
+
+
+def is_json(content_type: str | None) -> bool:
+    """Whether an answer of this ``Content-Type`` is JSON: ``application/json``,
+    ``text/json`` or any ``+json`` type (``application/ld+json``,
+    ``application/vnd.api+json``...). Its content is read by :func:`content_text` with
+    ``data``.
+
+    >>> is_json("application/json; charset=utf-8"), is_json("application/LD+JSON")
+    (True, True)
+    >>> is_json("text/html"), is_json("application/jsonp"), is_json(None)
+    (False, False, False)
+    """
+    if not content_type:
+        return False
+    kind, _, subtype = content_type.split(";", 1)[0].strip().lower().partition("/")
+    return (subtype == "json" and kind in ("application", "text")) or subtype.endswith("+json")
+
+
+def canonical_json(text: str) -> str | None:
+    """The JSON document ``text`` without what is not data: no layout, escapes written
+    out, and an object's members sorted by name (an object is an unordered collection:
+    RFC 8259, Section 4; a server may write them in any order from one answer to the
+    next). Arrays keep their order. None if ``text`` is not JSON (or nests too deep).
+
+    >>> canonical_json('{"b": [2, 1], "a": "\\u00e9t\\u00e9"}')
+    '{"a":"été","b":[2,1]}'
+    >>> canonical_json('{"b":[2,1],"a":"été"}') == canonical_json('{ "a" : "été", "b" : [2, 1] }')
+    True
+    >>> canonical_json("<html>") is None
+    True
+    """
+    try:
+        value = json.loads(text.lstrip("\ufeff"))
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    except (ValueError, RecursionError):  # not JSON; nested past the interpreter's limit
+        return None
 
 
 def inflated(body: str | bytes) -> str | bytes:
@@ -1021,6 +1075,7 @@ def digest(
     rules: ContentRules = DEFAULT_RULES,
     *,
     plain: bool | None = None,
+    data: bool = False,
 ) -> Digest:
     """Return the :class:`Digest` of a page: exact hash and simhash of its content text.
 
@@ -1031,6 +1086,8 @@ def digest(
     :param plain: True: the document is text, not markup (a ``text/plain`` answer;
         :func:`is_plain_text`); False: markup; None: markup unless it is a gzip stream
         of text (see :func:`content_text`).
+    :param data: True: a JSON answer (:func:`is_json`), read as its data (see
+        :func:`content_text`).
 
     >>> page = "<html><body><main><p>Ducks swim.</p><p>%s</p></main></body></html>"
     >>> digest(page % "Built 2024-03-04 12:30") == digest(page % "Built 2025-01-09 08:01")
@@ -1038,7 +1095,7 @@ def digest(
     >>> digest(page % "Price 51.77") == digest(page % "Price 52.77")
     False
     """
-    text = content_text(html, encoding, rules, plain=plain)
+    text = content_text(html, encoding, rules, plain=plain, data=data)
     hashed = int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=6).digest(), "big")
     return Digest(rules.scheme << HASH_BITS | hashed, fingerprint_text(text))
 

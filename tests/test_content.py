@@ -62,8 +62,19 @@ RULE_CASES = {
             "Monday, March 4, 2024",
             "at 12:30",
             "12:30:01 pm UTC",
+            "07-Oct-2025",
+            "Tue Oct  7 10:11:12 2025",
         ],
-        ["version 3.11.7", "Python 3.11", "ratio 3:2", "1998 people", "may 2 ducks"],
+        [
+            "version 3.11.7",
+            "Python 3.11",
+            "ratio 3:2",
+            "1998 people",
+            "may 2 ducks",
+            "part 12-Oct-20255",
+            "Apollo 11 2025",
+            "SKU 07-OCTO-2025",
+        ],
     ),
     "counters": (
         ["1,234 views", "17 comments", "1.2k likes", "Views: 1234", "Comments (12)"],
@@ -91,6 +102,19 @@ def test_a_date_and_its_time_become_one_placeholder() -> None:
     two = normalize_text("Updated Apr 11, 2025 at 9:05 UTC.")
     assert one == two == "Updated {date}."
     assert normalize_text("Mon, 04 Mar 2024 12:30:00 GMT") == "{date}"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "git-add.html   07-Oct-2025 12:35   12345",  # nginx's and Apache's listings
+        "git-add.html   28-Feb-2026 09:01   12345",
+        "git-add.html Tue Oct  7 10:11:12 2025 12345",  # asctime, the date command
+        "git-add.html Sat Feb 28 09:01:00 UTC 2026 12345",
+    ],
+)
+def test_listing_and_asctime_dates_are_one_placeholder(text: str) -> None:
+    assert normalize_text(text) == "git-add.html {date} 12345"
 
 
 def test_whitespace_is_collapsed_but_words_are_kept() -> None:

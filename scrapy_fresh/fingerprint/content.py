@@ -175,7 +175,13 @@ _WEEKDAY = r"(?i:mon|tue(?:s)?|wed(?:nes)?|thu(?:rs?)?|fri|sat(?:ur)?|sun)(?i:da
 # Dates that begin with a word end with a year: found from the year (a 4-digit number,
 # quick to find), then the month and weekday are read back from the text before it.
 _YEAR = re.compile(r"[0-9](?<![\w.]{1}[0-9])\d{3}(?![\w-])")
-_MONTH_BEFORE = re.compile(rf"(?<!\w)(?:{_WEEKDAY})?{_MONTH}\s+(?:\d{{1,2}}{_ORDINAL},?\s+)?\Z")
+# "Mar 4, 2024", "Monday, March 2024"; "Tue Oct  7 10:11:12 2025" (C's asctime, the
+# ``date`` command: the time, already a placeholder, between day and year); "07-Oct-2025"
+# (nginx's and Apache's directory listings).
+_MONTH_BEFORE = re.compile(
+    rf"(?<!\w)(?:(?:{_WEEKDAY})?{_MONTH}\s+(?:\d{{1,2}}{_ORDINAL},?\s+)?(?:\{{date\}}\s+)?"
+    rf"|\d{{1,2}}-{_MONTH}-)\Z"
+)
 _WEEKDAY_BEFORE = re.compile(rf"(?<!\w){_WEEKDAY}\Z")
 _LOOK_BACK = 40
 
@@ -312,7 +318,8 @@ NOISE_RULES: Final[Mapping[str, _Rule]] = {
     ),
     "dates": _Rule(
         "absolute dates and times: ISO 8601 (2024-03-04, 2024-03-04T12:30:01Z), "
-        "04/03/2024, 4.3.2024, 4 March 2024, Mar 4, 2024, March 2024, a weekday before "
+        "04/03/2024, 4.3.2024, 4 March 2024, Mar 4, 2024, March 2024, 04-Mar-2024 "
+        "(directory listings), Mon Mar  4 12:30:01 2024 (asctime), a weekday before "
         "any of them, clock times (12:30, 12:30:01 pm UTC); a date and its time become "
         "one placeholder",
         (

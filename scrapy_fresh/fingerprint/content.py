@@ -37,10 +37,12 @@ elements the XPath selects). Patterns are Python regular expressions, applied wi
 
 from __future__ import annotations
 
+import decimal
 import functools
 import hashlib
 import itertools
 import json
+import math
 import re
 import zlib
 from collections.abc import Callable, Iterable, Mapping
@@ -1013,10 +1015,43 @@ def canonical_json(text: str) -> str | None:
     True
     """
     try:
-        value = json.loads(text.lstrip("\ufeff"))
-        return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        value = json.loads(text.lstrip("\ufeff"), parse_float=_json_number)
+        canonical = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     except (ValueError, RecursionError):  # not JSON; nested past the interpreter's limit
         return None
+    if not canonical.isascii() and _SURROGATE.search(canonical):
+        # _clean would make every lone surrogate U+FFFD: written out, each stays itself
+        canonical = _SURROGATE.sub(lambda m: f"\\u{ord(m[0]):04x}", canonical)
+    return canonical
+
+
+#: Digits of the largest integer a JSON number with a fraction or an exponent is read
+#: as (below Python's 4300-digit limit on writing an int out); larger: not data.
+_JSON_INT_DIGITS: Final = 4000
+
+
+def _json_number(literal: str) -> int | float:
+    """A JSON number with a fraction or an exponent as :func:`canonical_json` keeps it:
+    one value, one form (JSON has one number type: ``1.0``, ``1e0`` and ``1`` are
+    written ``1``; ``0.10`` and ``1e-1`` are ``0.1``). A value a float would change
+    (past its 17 digits, its range) raises ValueError: the body is then read as text,
+    where a change of any digit is a change (as a float, ``1e400`` and ``2e400`` are
+    both Infinity).
+
+    >>> _json_number("1.0"), _json_number("1E+2"), _json_number("-0.0"), _json_number("0.10")
+    (1, 100, 0, 0.1)
+    """
+    number = float(literal)
+    if repr(number) == literal and not number.is_integer():
+        return number  # written as Python writes it: the common case, no Decimal
+    exact = decimal.Decimal(literal)
+    if exact == exact.to_integral_value():
+        if exact.adjusted() >= _JSON_INT_DIGITS:
+            raise ValueError(f"{literal[:40]!r}: too large an integer to write out")
+        return int(exact)
+    if not math.isfinite(number) or decimal.Decimal(repr(number)) != exact:
+        raise ValueError(f"{literal[:40]!r} is not exactly a float")
+    return number
 
 
 def inflated(body: str | bytes) -> str | bytes:

@@ -127,12 +127,17 @@ class Waiting:
 
     def committed(self) -> None:
         """The transaction the rows were written into committed: those not given again
-        since are done."""
+        since are done; one given again since now has the row written as its base (the
+        file holds it: its record is no longer new, and a column the crawl set back to
+        its value before that write is the crawl's change, not one left as found)."""
         for blob, row in self.uncommitted_pages.items():
             if self.pages.get(blob) is row:
                 del self.pages[blob]
                 self.new.pop(blob, None)
                 self.base.pop(blob, None)
+            elif blob in self.pages:
+                self.base[blob] = row
+                self.new.pop(blob, None)
         for host, row in self.uncommitted_sites.items():
             if self.sites.get(host) is row:
                 del self.sites[host]

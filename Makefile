@@ -52,6 +52,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/simulate.py
 	$(BIN)/python bench/provider_signals.py
 	$(BIN)/python bench/provider_visit.py
+	$(BIN)/python bench/recrawl_visit.py
 	$(BIN)/python bench/crawl.py
 	$(BIN)/python bench/change_detection.py
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from scrapy.http.headers import Headers
+from scrapy.statscollectors import MemoryStatsCollector, StatsCollector
 
 from scrapy_fresh.config import FreshConfig, revisit_policy, score_params
 from scrapy_fresh.crawl.checks import CheckLearning
@@ -54,6 +55,28 @@ def header_items(headers: Any) -> Iterable[tuple[Any, Any]]:
     ``items()`` gives them: ``Headers`` keeps them so in its dict (``items()`` would
     look each one up again by its normalised name)."""
     return dict.items(headers) if type(headers) is Headers else headers.items()
+
+
+#: Scrapy's own stats collectors, whose ``inc_value`` adds to their ``_stats`` dict.
+_PLAIN_COLLECTORS = (StatsCollector, MemoryStatsCollector)
+
+
+def incrementer(stats: Any) -> Callable[[str, int], None]:
+    """``stats.inc_value``; for Scrapy's own collectors (exactly those classes), the same
+    addition made on their dict directly: since Scrapy 2.13 every attribute access of a
+    collector, its own methods' included, runs a deprecation shim (a failed lookup and an
+    f-string each), several per page for the add-on's counters. The dict is read from
+    the instance at each call (``set_stats`` may replace it)."""
+    attrs = object.__getattribute__(stats, "__dict__")
+    if type(stats) not in _PLAIN_COLLECTORS or not isinstance(attrs.get("_stats"), dict):
+        inc_value: Callable[[str, int], None] = stats.inc_value
+        return inc_value
+
+    def inc(name: str, count: int) -> None:
+        values = attrs["_stats"]
+        values[name] = values.setdefault(name, 0) + count
+
+    return inc
 
 
 def header(headers: Any, name: str) -> str | None:
@@ -253,8 +276,8 @@ class FreshRuntime:
             stats = self.crawler.stats
         except RuntimeError:  # not crawling (yet)
             return
-        if stats is not self._stats:  # inc_value looked up once per stats object:
-            self._stats, self._inc_value = stats, stats.inc_value  # each lookup is a call
+        if stats is not self._stats:  # the incrementer is made once per stats object
+            self._stats, self._inc_value = stats, incrementer(stats)
         self._inc_value(name, count)
 
     def store_error(self, action: str, exc: Exception, url: str = "") -> None:

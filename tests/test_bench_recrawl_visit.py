@@ -1,0 +1,26 @@
+"""``bench/recrawl_visit.py`` runs what a re-crawl runs: every due page handed out once,
+checked conditionally and recorded as not modified, each with its visit log lines."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bench.recrawl_visit import Round, timed
+
+
+def test_every_page_is_handed_out_checked_and_recorded_once(tmp_path: Path) -> None:
+    bench = Round(40, tmp_path)
+    assert bench.run() == 40
+    stats = bench.crawler.stats
+    assert stats.get_value("fresh/conditional_requests") == 40
+    assert stats.get_value("fresh/not_modified") == 40
+    bench.close()
+    lines = [json.loads(line) for line in (tmp_path / "visits.jsonl").read_text().splitlines()]
+    assert sorted(e["e"] for e in lines).count("visit") == 40
+    assert {e["outcome"] for e in lines if e["e"] == "visit"} == {"not_modified"}
+    assert sorted(e["e"] for e in lines).count("fetch") == 40
+
+
+def test_a_round_is_timed_per_page() -> None:
+    assert timed(20) > 0

@@ -39,6 +39,8 @@ def check_finite(name: str, value: object) -> float:
 
 def check_non_negative(name: str, value: object) -> float:
     """Return ``value`` as a float >= 0."""
+    if type(value) is float and 0.0 <= value < math.inf:  # fast path: called per visit
+        return value
     result = check_finite(name, value)
     if result < 0:
         raise ConfigError(f"{name} ({value!r}) must be 0 or higher.")
@@ -47,6 +49,8 @@ def check_non_negative(name: str, value: object) -> float:
 
 def check_positive(name: str, value: object) -> float:
     """Return ``value`` as a float > 0."""
+    if type(value) is float and 0.0 < value < math.inf:  # fast path
+        return value
     result = check_finite(name, value)
     if result <= 0:
         raise ConfigError(f"{name} ({value!r}) must be higher than 0.")
@@ -55,6 +59,8 @@ def check_positive(name: str, value: object) -> float:
 
 def check_probability(name: str, value: object) -> float:
     """Return ``value`` as a float within [0, 1]."""
+    if type(value) is float and 0.0 <= value <= 1.0:  # fast path
+        return value
     result = check_finite(name, value)
     if not 0.0 <= result <= 1.0:
         raise ConfigError(f"{name} ({value!r}) must be within [0, 1].")
@@ -63,6 +69,8 @@ def check_probability(name: str, value: object) -> float:
 
 def check_count(name: str, value: object) -> float:
     """Return a (possibly fractional, e.g. decayed) count as a float >= 0."""
+    if type(value) is float and 0.0 <= value < math.inf:  # fast path: called per visit
+        return value
     return check_non_negative(name, value)
 
 

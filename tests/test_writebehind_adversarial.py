@@ -109,6 +109,27 @@ def test_due_between_a_read_and_its_write_is_kept(tmp_path: Path) -> None:
     crawl.close()
 
 
+def test_due_between_a_batch_read_and_its_write_is_kept(tmp_path: Path) -> None:
+    """The same with records read in a batch (``get_many``: the scheduler sorting out
+    known URLs, the provider signals): each row read is its record's merge base."""
+    path = tmp_path / "state.sqlite"
+    with SQLiteStore(path) as setup:
+        setup.put_many([visited(n, 3, NOW, next_due=4_000_000_000.0) for n in (1, 2)])
+    crawl = behind(path)
+    records = crawl.get_many([page(1).key, page(2).key])
+    done = operator("due", page(1).url, "--sqlite-path", str(path))
+    assert done.returncode == 0, done.stderr
+    for record in records.values():
+        record.request = {"meta": {"seen": "again"}}
+    crawl.put_many(records.values())
+    crawl.flush()
+    first, second = crawl.get(page(1).key), crawl.get(page(2).key)
+    assert first.next_due < 4_000_000_000.0  # the operator's due time stays
+    assert second.next_due == 4_000_000_000.0
+    assert first.request == second.request == {"meta": {"seen": "again"}}
+    crawl.close()
+
+
 LOCK_HOLDER = """
 import sqlite3, sys, time
 conn = sqlite3.connect(sys.argv[1], isolation_level=None)

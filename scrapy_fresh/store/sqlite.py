@@ -857,12 +857,17 @@ class SQLiteStore(ClosingStore):
             waiting = self._waiting
             row = waiting.pages.get(blob)
             if row is None:
-                if self.write_behind and waiting.data_version is None:
-                    waiting.data_version = conn.execute("PRAGMA data_version").fetchone()[0]
+                self._reads_from(conn)
                 row = conn.execute(f"{_SELECT_PAGES} WHERE key = ?", (blob,)).fetchone()
                 if row is not None and self.write_behind:
                     waiting.remember(blob, row)  # the base of the visit's write
             return None if row is None else self._decode(conn, row)
+
+    def _reads_from(self, conn: sqlite3.Connection) -> None:
+        """Before rows are read from the file to be remembered as merge bases (writing
+        behind): the file's ``data_version`` they are read at, unless one is taken."""
+        if self.write_behind and self._waiting.data_version is None:
+            self._waiting.data_version = conn.execute("PRAGMA data_version").fetchone()[0]
 
     def get_many(self, keys: Iterable[str]) -> dict[str, PageState]:
         """Return the records of ``keys`` that exist, by key."""
@@ -876,9 +881,13 @@ class SQLiteStore(ClosingStore):
                     out[blob.hex()] = self._decode(conn, row)
             if out:
                 blobs = [b for b in blobs if b not in waiting]
+            if blobs:
+                self._reads_from(conn)
             for chunk in _chunks(blobs, _IN_CHUNK):
                 sql = f"{_SELECT_PAGES} WHERE key IN ({', '.join('?' * len(chunk))})"
                 for row in conn.execute(sql, chunk):
+                    if self.write_behind:
+                        self._waiting.remember(row[0], row)  # as get(): a write's base
                     state = self._decode(conn, row)
                     out[state.key] = state
         return out

@@ -23,6 +23,24 @@ class CountingCollector(MemoryStatsCollector):
         super().inc_value(key, count, start)
 
 
+class SlottedCollector:
+    """A collector of the user's own, with ``__slots__`` (no instance dict)."""
+
+    __slots__ = ("values",)
+
+    def __init__(self) -> None:
+        self.values: dict[str, int] = {}
+
+    def inc_value(self, key: str, count: int = 1, start: int = 0, spider: Any = None) -> None:
+        self.values[key] = self.values.get(key, start) + count
+
+
+def test_a_collector_without_an_instance_dict_gets_its_own_inc_value() -> None:
+    slotted = SlottedCollector()
+    incrementer(slotted)("fresh/a", 3)
+    assert slotted.values == {"fresh/a": 3}
+
+
 def test_scrapys_collectors_count_as_inc_value_does() -> None:
     for cls in (StatsCollector, MemoryStatsCollector):
         stats, expected = cls(get_crawler()), cls(get_crawler())

@@ -67,9 +67,11 @@ def incrementer(stats: Any) -> Callable[[str, int], None]:
     collector, its own methods' included, runs a deprecation shim (a failed lookup and an
     f-string each), several per page for the add-on's counters. The dict is read from
     the instance at each call (``set_stats`` may replace it)."""
+    inc_value: Callable[[str, int], None] = stats.inc_value
+    if type(stats) not in _PLAIN_COLLECTORS:  # any other collector: its own inc_value
+        return inc_value
     attrs = object.__getattribute__(stats, "__dict__")
-    if type(stats) not in _PLAIN_COLLECTORS or not isinstance(attrs.get("_stats"), dict):
-        inc_value: Callable[[str, int], None] = stats.inc_value
+    if not isinstance(attrs.get("_stats"), dict):  # a Scrapy that keeps them elsewhere
         return inc_value
 
     def inc(name: str, count: int) -> None:

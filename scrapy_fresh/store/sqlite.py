@@ -940,8 +940,7 @@ class SQLiteStore(ClosingStore):
         with self._reading("put_many", waiting_ok=True) as conn:
             rows = [self._encode(conn, s) for s in states]
             waiting = self._waiting.pages
-            if self._waiting.data_version is None:  # before the rows read (see _waiting)
-                self._waiting.data_version = conn.execute("PRAGMA data_version").fetchone()[0]
+            self._reads_from(conn)  # before the rows read (see _waiting)
             missing = [r[0] for r in rows if r[0] not in waiting]
             bases = self._waiting.take_reads(missing)  # read by get() since data_version
             if len(bases) < len(missing):

@@ -3,6 +3,7 @@ settings stop a crawl at start-up with an error that names them."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,6 @@ MANUAL = {
     },
     "SPIDER_MIDDLEWARES": {
         "scrapy_fresh.crawl.middlewares.FreshSpiderMiddleware": 40,
-        "scrapy_fresh.crawl.gone.PageGoneMiddleware": 45,
     },
     "ITEM_PIPELINES": {"scrapy_fresh.crawl.pipelines.FreshItemPipeline": 100},
     "EXTENSIONS": {
@@ -74,10 +74,13 @@ def test_addon_stack_equals_manual_stack() -> None:
     assert FreshDownloaderMiddleware in downloader
     assert FreshSpiderMiddleware in spider
     spider_names = [c.__name__ for c in spider]
-    # Below HttpErrorMiddleware (50): sees the output of a 404 whatever became of it.
+    # Below HttpErrorMiddleware (50): sees the output of a 404 whatever became of it
+    # (PageGone items), and nothing of the add-on's between them.
     assert (
-        spider_names.index("PageGoneMiddleware") == spider_names.index("HttpErrorMiddleware") - 1
+        spider_names.index("FreshSpiderMiddleware")
+        == spider_names.index("HttpErrorMiddleware") - 1
     )
+    assert "PageGoneMiddleware" not in spider_names  # FreshSpiderMiddleware sends them
     assert pipelines == [FreshItemPipeline]
     names = [c.__name__ for c in downloader]
     # Between UserAgentMiddleware (500) and RetryMiddleware (550): sees final answers only.
@@ -226,3 +229,20 @@ def test_a_bad_fresh_enabled_names_the_setting_when_the_addon_starts(value: obje
 
     with pytest.raises(ConfigError, match="FRESH_ENABLED"):
         get_crawler(S, {"ADDONS": {"scrapy_fresh.Addon": 0}, "FRESH_ENABLED": value})
+
+
+def test_the_old_page_gone_middleware_left_in_settings_warns_and_is_left_out(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A manual setup copied from older docs names PageGoneMiddleware (its items are now
+    FreshSpiderMiddleware's): the crawl starts with the same stack, and says so."""
+    old = {
+        **MANUAL,
+        "SPIDER_MIDDLEWARES": {
+            **MANUAL["SPIDER_MIDDLEWARES"],
+            "scrapy_fresh.crawl.gone.PageGoneMiddleware": 45,
+        },
+    }
+    with caplog.at_level(logging.WARNING):
+        assert _stack(old) == _stack(MANUAL)
+    assert "PageGoneMiddleware is no longer needed" in caplog.text

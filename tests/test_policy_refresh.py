@@ -208,6 +208,25 @@ def test_decayed_counter_is_the_exponentially_weighted_ratio(history):
     assert 0.0 <= counter.p_c <= 1.0
 
 
+@FAST
+@given(
+    history=st.lists(st.booleans(), max_size=40),
+    decay=st.floats(min_value=1e-6, max_value=1.0),
+    start=st.floats(min_value=0.0, max_value=1e9),
+    share=st.floats(min_value=0.0, max_value=1.0),
+)
+def test_a_recorded_counter_is_one_its_checks_accept(history, decay, start, share):
+    """record() builds its counter without __post_init__ (its counts are in range by
+    construction): the checked constructor takes the same counts, unchanged."""
+    counter = SuccessCounter(start, start * share)
+    for changed in history:
+        counter = counter.record(changed, decay=decay)
+        checked = SuccessCounter(counter.visits, counter.changes)
+        assert checked == counter
+        assert type(counter.visits) is float
+        assert type(counter.changes) is float
+
+
 def test_decay_forgets_old_history():
     counter = SuccessCounter()
     for _ in range(100):

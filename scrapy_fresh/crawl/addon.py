@@ -10,7 +10,6 @@ It is the same as setting, by hand::
     }
     SPIDER_MIDDLEWARES = {
         "scrapy_fresh.crawl.middlewares.FreshSpiderMiddleware": 40,
-        "scrapy_fresh.crawl.gone.PageGoneMiddleware": 45,
     }
     ITEM_PIPELINES = {"scrapy_fresh.crawl.pipelines.FreshItemPipeline": 100}
     EXTENSIONS = {
@@ -44,7 +43,8 @@ SCHEDULER = "scrapy_fresh.crawl.scheduler.FreshScheduler"
 COMPONENTS = {
     # Below RetryMiddleware (550) and RedirectMiddleware (600): sees final answers only.
     "DOWNLOADER_MIDDLEWARES": ("scrapy_fresh.crawl.middlewares.FreshDownloaderMiddleware", 540),
-    # Lowest order: sees the items of a callback after every other spider middleware.
+    # Lowest order: sees the items of a callback after every other spider middleware,
+    # and, below HttpErrorMiddleware (50), a gone page's output (its PageGone item).
     "SPIDER_MIDDLEWARES": ("scrapy_fresh.crawl.middlewares.FreshSpiderMiddleware", 40),
     # Early: items of unchanged pages are dropped before other pipelines work on them.
     "ITEM_PIPELINES": ("scrapy_fresh.crawl.pipelines.FreshItemPipeline", 100),
@@ -71,9 +71,6 @@ EXTRA_COMPONENTS = [
     ("EXTENSIONS", "scrapy_fresh.crawl.progress.FreshProgress", 0),
     # The Prometheus endpoint of continuous mode (off when FRESH_PROMETHEUS_PORT is 0).
     ("EXTENSIONS", "scrapy_fresh.crawl.prometheus.FreshPrometheus", 0),
-    # PageGone items: below HttpErrorMiddleware (50), so that it sees the output of a
-    # gone page's response whatever became of the HttpError (off: FRESH_GONE_ITEMS False).
-    ("SPIDER_MIDDLEWARES", "scrapy_fresh.crawl.gone.PageGoneMiddleware", 45),
     # Webhook delivery of changes (off unless FRESH_WEBHOOK_URL is set).
     ("EXTENSIONS", "scrapy_fresh.crawl.webhook.WebhookDelivery", 0),
 ]

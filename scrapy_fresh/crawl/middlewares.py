@@ -23,10 +23,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
-from scrapy import Request
+from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http.request import NO_CALLBACK
 
+from scrapy_fresh.crawl.gone import GoneItems
 from scrapy_fresh.crawl.item_changes import annotate, kept_items
 from scrapy_fresh.crawl.reachability import UNREACHABLE_ERRORS
 from scrapy_fresh.crawl.requestinfo import is_robots_request
@@ -415,13 +416,22 @@ class FreshSpiderMiddleware(_FreshComponent):
     new page) where the item type takes them, and its verdict is passed to
     :class:`~scrapy_fresh.crawl.pipelines.FreshItemPipeline`.
 
+    After the output of a response whose visit made its page gone, it yields the page's
+    :class:`~scrapy_fresh.crawl.items.PageGone` item (:setting:`FRESH_GONE_ITEMS`,
+    :class:`~scrapy_fresh.crawl.gone.GoneItems`): at 40, below Scrapy's
+    ``HttpErrorMiddleware`` (50), it sees that output whatever the spider does with errors.
+
     Stats: ``fresh/new``, ``fresh/changed``, ``fresh/unchanged``, ``fresh/items_changed``,
-    ``fresh/field_changed/<field>``, ``fresh/bad_meta``.
+    ``fresh/field_changed/<field>``, ``fresh/bad_meta``, ``fresh/gone_items``.
     """
 
     def __init__(self, crawler: Crawler, runtime: FreshRuntime) -> None:
         super().__init__(crawler, runtime)
         config = runtime.config
+        #: PageGone items waiting for their responses (None: FRESH_GONE_ITEMS is False).
+        self.gone = GoneItems(runtime) if config.changes.gone_items else None
+        if self.gone is not None:
+            crawler.signals.connect(self.gone.closed, signal=signals.spider_closed)
         spider = getattr(crawler, "spider", None)
         fields = getattr(spider, "fresh_fingerprint_fields", None)
         #: Fields counted: the spider attribute, else the setting (None: every field).
@@ -458,22 +468,25 @@ class FreshSpiderMiddleware(_FreshComponent):
         if self._judged(response):
             async for element in result:
                 yield element
-            return
-        items: list[Any] = []
-        try:
-            async for element in result:
-                if isinstance(element, Request) or not ItemAdapter.is_item(element):
-                    yield element  # requests go on at once; non-items are Scrapy's business
-                else:
-                    items.append(element)
-        except Exception:
+        else:
+            items: list[Any] = []
+            try:
+                async for element in result:
+                    if isinstance(element, Request) or not ItemAdapter.is_item(element):
+                        yield element  # requests go on at once; non-items are Scrapy's
+                    else:
+                        items.append(element)
+            except Exception:
+                self._judge(response, items)
+                for item in items:
+                    yield item
+                raise
             self._judge(response, items)
             for item in items:
                 yield item
-            raise
-        self._judge(response, items)
-        for item in items:
-            yield item
+        gone = None if self.gone is None else self.gone.item_for(response)
+        if gone is not None:
+            yield gone
 
     def _meta_rules(
         self, meta: Mapping[str, Any]

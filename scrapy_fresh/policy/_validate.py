@@ -27,6 +27,8 @@ def check_finite(name: str, value: object) -> float:
     """Return ``value`` as a float; reject non-numbers (and bools), NaN and infinities."""
     if type(value) is float and value - value == 0.0:  # fast path: a finite float
         return value
+    if type(value) is int:  # fast path: an int (a count), never a bool
+        return float(value)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(
             f"{name} must be a real number (int or float), got {type(value).__name__}: {value!r}."
@@ -41,6 +43,8 @@ def check_non_negative(name: str, value: object) -> float:
     """Return ``value`` as a float >= 0."""
     if type(value) is float and 0.0 <= value < math.inf:  # fast path: called per visit
         return value
+    if type(value) is int and value >= 0:  # a count (visits, changes): per visit too
+        return float(value)
     result = check_finite(name, value)
     if result < 0:
         raise ConfigError(f"{name} ({value!r}) must be 0 or higher.")
@@ -71,6 +75,8 @@ def check_count(name: str, value: object) -> float:
     """Return a (possibly fractional, e.g. decayed) count as a float >= 0."""
     if type(value) is float and 0.0 <= value < math.inf:  # fast path: called per visit
         return value
+    if type(value) is int and value >= 0:
+        return float(value)
     return check_non_negative(name, value)
 
 

@@ -332,7 +332,12 @@ class SuccessCounter:
             raise ConfigError(f"decay ({decay!r}) must be within (0, 1].")
         visits = self.visits * d + 1.0
         changes = min(visits, self.changes * d + (1.0 if changed else 0.0))
-        return SuccessCounter(visits, changes)
+        # Counts made here from checked ones are in range (0 <= changes <= visits):
+        # built without __post_init__'s checks, which ran for this counter already.
+        counter: SuccessCounter = object.__new__(SuccessCounter)
+        object.__setattr__(counter, "visits", visits)
+        object.__setattr__(counter, "changes", changes)
+        return counter
 
 
 def cold_start(

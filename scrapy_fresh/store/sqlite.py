@@ -15,6 +15,7 @@ plain column or JSON text; nothing is pickled.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -302,6 +303,78 @@ def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
         yield chunk
 
 
+class _Reading:
+    """``with store._reading(op)``: the store's lock held, its connection given, an
+    ``sqlite3.Error`` raised as a :class:`StoreError` naming ``op``; the write-behind rows
+    are written first unless the call reads them itself (``waiting_ok``). A class, not a
+    generator context manager: several are entered per visit, and a generator's costs
+    about three times as much."""
+
+    __slots__ = ("_op", "_store", "_waiting_ok")
+
+    def __init__(self, store: SQLiteStore, op: str, waiting_ok: bool) -> None:
+        self._store = store
+        self._op = op
+        self._waiting_ok = waiting_ok
+
+    def __enter__(self) -> sqlite3.Connection:
+        store = self._store
+        store._lock.acquire()
+        try:
+            conn = store._connection()
+            if store._waiting and not self._waiting_ok:
+                store._write_waiting(conn)
+        except sqlite3.Error as exc:
+            store._lock.release()
+            raise store._error(self._op, exc) from exc
+        except BaseException:
+            store._lock.release()
+            raise
+        return conn
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object
+    ) -> None:
+        self._store._lock.release()
+        if isinstance(exc, sqlite3.Error):
+            raise self._store._error(self._op, exc) from exc
+
+
+class _Group:
+    """``with store.grouped()``: the write calls inside are committed once, at the end
+    (see :meth:`SQLiteStore.grouped`). A class for the reason :class:`_Reading` is one."""
+
+    __slots__ = ("_store",)
+
+    def __init__(self, store: SQLiteStore) -> None:
+        self._store = store
+
+    def __enter__(self) -> None:
+        store = self._store
+        store._lock.acquire()
+        store._grouped += 1
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object
+    ) -> None:
+        store = self._store
+        try:
+            store._grouped -= 1
+            conn = store._conn
+            if (
+                not store._grouped
+                and conn is not None
+                and conn.in_transaction
+                and store._commit_due()
+            ):
+                with store._reading("commit", waiting_ok=True):
+                    store._commit(conn)
+            if not store._grouped and conn is not None:
+                store._written_behind()
+        finally:
+            store._lock.release()
+
+
 class SQLiteStore(ClosingStore):
     """:class:`~scrapy_fresh.store.base.StateStore` in one SQLite file: the embedded default.
 
@@ -560,18 +633,10 @@ class SQLiteStore(ClosingStore):
             )
         return StoreError(f"{op} on SQLite store {self.path!r} failed: {message}")
 
-    @contextmanager
-    def _reading(self, op: str, *, waiting_ok: bool = False) -> Iterator[sqlite3.Connection]:
+    def _reading(self, op: str, *, waiting_ok: bool = False) -> _Reading:
         """Run one call that reads (or commits); the write-behind rows are written
         first unless the call reads them itself (``waiting_ok``)."""
-        with self._lock:
-            conn = self._connection()
-            try:
-                if self._waiting and not waiting_ok:
-                    self._write_waiting(conn)
-                yield conn
-            except sqlite3.Error as exc:
-                raise self._error(op, exc) from exc
+        return _Reading(self, op, waiting_ok)
 
     @contextmanager
     def _writing(self, op: str) -> Iterator[sqlite3.Connection]:
@@ -1374,27 +1439,10 @@ class SQLiteStore(ClosingStore):
 
     # -- lifecycle -------------------------------------------------------------
 
-    @contextmanager
-    def grouped(self) -> Iterator[None]:
+    def grouped(self) -> contextlib.AbstractContextManager[None]:
         """Commit the write calls made inside once, at the end (one visit's record, site
         and signals: one transaction instead of one each). Each call stays atomic."""
-        with self._lock:
-            self._grouped += 1
-            try:
-                yield
-            finally:
-                self._grouped -= 1
-                conn = self._conn
-                if (
-                    not self._grouped
-                    and conn is not None
-                    and conn.in_transaction
-                    and self._commit_due()
-                ):
-                    with self._reading("commit", waiting_ok=True):
-                        self._commit(conn)
-                if not self._grouped and conn is not None:
-                    self._written_behind()
+        return _Group(self)
 
     def flush(self) -> None:
         """Commit pending writes: once this returns they survive a killed process."""

@@ -23,13 +23,20 @@ others (a three-way merge: the crawl's changes and the other process's both stay
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 __all__ = ["READ_MAX", "Waiting"]
 
-#: Rows read from the file kept as bases (:meth:`Waiting.remember`): a visit reads its
-#: record and writes it back within one call; more are rows never written back.
-READ_MAX = 1024
+# Positions in a page row (sqlite._PAGE_COLUMNS) of the columns changed here.
+_DOC_ID, _STATUS, _SINCE = 3, 4, 9
+
+#: Rows of the file kept in memory (:meth:`Waiting.remember`): read (a visit's record, a
+#: batch of due records) or just written. Past this the oldest are dropped: a later
+#: ``get`` of one reads the file again.
+READ_MAX = 8192
 
 
 class Waiting:
@@ -51,11 +58,18 @@ class Waiting:
         #: commit that fails (a full disk) loses none of them.
         self.uncommitted_pages: dict[bytes, tuple[Any, ...]] = {}
         self.uncommitted_sites: dict[str, tuple[Any, ...]] = {}
-        #: Rows of records not waiting that this store read from the file since
-        #: :attr:`data_version` was taken, as read (:meth:`remember`): the base of a row
-        #: given next for the same record, without reading it again. Dropped whenever the
-        #: store writes the file directly (:meth:`forget_reads`).
+        #: Rows of records not waiting, as the file holds them at :attr:`data_version`:
+        #: read by this store since it was taken, or written by it (:meth:`remember`,
+        #: :meth:`keep_written`). A ``get`` answers from them without reading the file,
+        #: and the next row given for the record takes its row here as its base. Dropped
+        #: whenever the store writes the file directly (:meth:`forget_reads`), and when
+        #: another process wrote the file since :attr:`data_version`.
         self.read: dict[bytes, tuple[Any, ...]] = {}
+        #: Rows written into a group's transaction, as the file holds them once it
+        #: commits, and the file's ``data_version`` they were written at (see
+        #: :meth:`written`).
+        self.uncommitted_reads: dict[bytes, tuple[Any, ...]] = {}
+        self.uncommitted_version: int | None = None
         self.last_doc_id = 0
         self._since = 0.0  # time.monotonic() of the oldest waiting row
         self._retry_at = 0.0  # not due before this time.monotonic() (a write failed)
@@ -94,11 +108,35 @@ class Waiting:
         return blob in stored
 
     def remember(self, blob: bytes, row: tuple[Any, ...]) -> None:
-        """Keep ``row``, just read from the file, as the base of the next row given for
-        its record (at most :data:`READ_MAX` rows are kept)."""
-        if len(self.read) >= READ_MAX:
+        """Keep ``row``, the file's row of its record at :attr:`data_version` (just read,
+        or just written), as the base of the next row given for it (at most
+        :data:`READ_MAX` rows are kept: the oldest goes)."""
+        read = self.read
+        if len(read) >= READ_MAX and blob not in read:
+            del read[next(iter(read))]
+        read[blob] = row
+
+    def keep_written(self, rows: dict[bytes, tuple[Any, ...]], data_version: int) -> None:
+        """``rows`` are the file's rows of their records now, at ``data_version`` (taken
+        in the transaction that wrote them): keep them as read. The rows kept before stay
+        only if no other process wrote the file since they were read."""
+        if data_version != self.data_version:
             self.read.clear()
-        self.read[blob] = row
+        self.data_version = data_version
+        for blob, row in rows.items():
+            self.remember(blob, row)
+
+    def marked(self, blobs: list[bytes], status: int, since: float) -> None:
+        """The file's rows of ``blobs`` took ``status`` and ``in_flight_since``
+        ``since`` (:meth:`SQLiteStore.mark_in_flight
+        <scrapy_fresh.store.sqlite.SQLiteStore.mark_in_flight>`): so do the ones kept
+        here, and those a group's open transaction wrote."""
+        for rows in (self.read, self.uncommitted_reads):
+            for blob in blobs:
+                row = rows.get(blob)
+                if row is not None:
+                    rows[blob] = (*row[:_STATUS], status, *row[_STATUS + 1 : _SINCE], since,
+                                  *row[_SINCE + 1 :])  # fmt: skip
 
     def take_reads(self, blobs: list[bytes]) -> dict[bytes, tuple[Any, ...]]:
         """The remembered rows of ``blobs`` (taken: a row is the base of one write)."""
@@ -110,20 +148,27 @@ class Waiting:
         self.read.clear()
 
     def clear(self) -> None:
-        self.read.clear()
+        """No row waits any more (the rows read stay: :attr:`read`)."""
         self.pages.clear()
         self.sites.clear()
         self.new.clear()
         self.base.clear()
         self.uncommitted_pages.clear()
         self.uncommitted_sites.clear()
-        self.data_version = None
+        self.uncommitted_reads, self.uncommitted_version = {}, None
+        if not self.read:
+            self.data_version = None
         self._retry_at = 0.0
 
-    def written(self) -> None:
-        """The rows were written into a transaction that stays open (a group's)."""
+    def written(
+        self, exact: dict[bytes, tuple[Any, ...]] | None = None, data_version: int | None = None
+    ) -> None:
+        """The rows were written into a transaction that stays open (a group's); the
+        file holds ``exact`` as they are at ``data_version`` once it commits."""
         self.uncommitted_pages = dict(self.pages)
         self.uncommitted_sites = dict(self.sites)
+        self.uncommitted_reads = exact or {}
+        self.uncommitted_version = data_version
 
     def committed(self) -> None:
         """The transaction the rows were written into committed: those not given again
@@ -141,13 +186,30 @@ class Waiting:
         for host, row in self.uncommitted_sites.items():
             if self.sites.get(host) is row:
                 del self.sites[host]
+        if self.uncommitted_version is not None:
+            done = {b: r for b, r in self.uncommitted_reads.items() if b not in self.pages}
+            self.keep_written(done, self.uncommitted_version)
         self.uncommitted_pages, self.uncommitted_sites = {}, {}
+        self.uncommitted_reads, self.uncommitted_version = {}, None
         if not self:
             self.clear()
 
     def rolled_back(self) -> None:
         """The transaction the rows were written into was rolled back: they all wait."""
         self.uncommitted_pages, self.uncommitted_sites = {}, {}
+        self.uncommitted_reads, self.uncommitted_version = {}, None
+
+    def exact_rows(self, rows: Iterable[tuple[Any, ...]]) -> dict[bytes, tuple[Any, ...]]:
+        """Of ``rows``, written to the file in full (no upsert refused), those the file
+        now holds exactly: a new record's (its doc id was given here) or one whose doc id
+        is its base's (an upsert keeps the file's doc id)."""
+        out: dict[bytes, tuple[Any, ...]] = {}
+        for row in rows:
+            blob = row[0]
+            base = self.base.get(blob)
+            if blob in self.new or (base is not None and base[_DOC_ID] == row[_DOC_ID]):
+                out[blob] = row
+        return out
 
     def merged(self, file_rows: dict[bytes, tuple[Any, ...]]) -> tuple[list[Any], int]:
         """The page rows to write, given the file's ``file_rows`` now of the keys of

@@ -80,6 +80,7 @@ STATUS_CODES: dict[Status, int] = {
 #: Integer codes of :class:`~scrapy_fresh.store.base.Provider` in the ``provider`` column.
 PROVIDER_CODES: dict[Provider, int] = {Provider.NORMAL: 0, Provider.SMART: 1, Provider.SUPER: 2}
 _STATUSES = {code: status for status, code in STATUS_CODES.items()}
+_IN_FLIGHT = STATUS_CODES[Status.IN_FLIGHT]
 _PROVIDERS = {code: provider for provider, code in PROVIDER_CODES.items()}
 
 _U64 = 1 << 64
@@ -443,6 +444,7 @@ class SQLiteStore(ClosingStore):
         self._pending = 0
         self._began = 0.0  # time.monotonic() when the open write transaction began
         self._grouped = 0
+        self._reads_checked = 0.0  # time.monotonic() of the last _check_reads
         self._waiting = Waiting()  # write-behind rows (commit_secs > 0)
         #: Writes refused because they would move a record back (see ``regresses``).
         self.regressions_refused = 0
@@ -639,8 +641,11 @@ class SQLiteStore(ClosingStore):
         return _Reading(self, op, waiting_ok)
 
     @contextmanager
-    def _writing(self, op: str) -> Iterator[sqlite3.Connection]:
+    def _writing(self, op: str, *, forgets: bool = True) -> Iterator[sqlite3.Connection]:
         """Run one write call atomically; commit once ``batch_size`` records are pending.
+
+        The rows kept in memory (:attr:`Waiting.read`) are dropped unless the call keeps
+        them as the file's rows itself (``forgets`` False).
 
         A call that starts a transaction is undone by rolling it back. A call that joins
         a transaction holding earlier uncommitted writes runs in a savepoint, so that
@@ -649,10 +654,11 @@ class SQLiteStore(ClosingStore):
         """
         with self._lock:
             conn = self._connection()
-            self._waiting.forget_reads()  # this write may change a row read before
             try:
                 if self._waiting:
                     self._write_waiting(conn)
+                if forgets:
+                    self._waiting.forget_reads()  # this write may change a row read before
                 savepoint = conn.in_transaction
                 conn.execute("SAVEPOINT fresh_write" if savepoint else "BEGIN IMMEDIATE")
                 if not savepoint:
@@ -691,13 +697,17 @@ class SQLiteStore(ClosingStore):
             self._renumber_if_taken(conn)
             rows: Collection[tuple[Any, ...]] = waiting.pages.values()
             forgotten = 0
-            if waiting.base and conn.execute("PRAGMA data_version").fetchone()[0] != (
-                waiting.data_version
-            ):  # another process wrote the file meanwhile: merge with what it wrote
+            # (in this transaction, which holds the write lock: no other process writes
+            # the file between this and the commit)
+            version = conn.execute("PRAGMA data_version").fetchone()[0]
+            if waiting.base and version != waiting.data_version:
+                # another process wrote the file meanwhile: merge with what it wrote
                 rows, forgotten = waiting.merged(self._stored_rows(conn, list(waiting.base)))
             written = 0
             for chunk in _chunks(rows, _CHUNK):
                 written += conn.executemany(_UPSERT_PAGES, chunk).rowcount
+            # the rows the file now holds exactly (none if an upsert was refused)
+            exact = waiting.exact_rows(rows) if written == len(rows) else {}
             if waiting.sites:
                 conn.executemany(_REPLACE_SITES, list(waiting.sites.values()))
             if savepoint:
@@ -722,9 +732,10 @@ class SQLiteStore(ClosingStore):
                 {"path": self.path, "n": forgotten},
             )
         if self._grouped:  # in the group's transaction: waiting until it commits
-            waiting.written()
+            waiting.written(exact, version)
         else:
             waiting.clear()
+            waiting.keep_written(exact, version)  # a get of them reads no file
 
     def _renumber_if_taken(self, conn: sqlite3.Connection) -> None:
         """Give the waiting new records the next doc ids again if another process added
@@ -921,12 +932,27 @@ class SQLiteStore(ClosingStore):
         with self._reading("get", waiting_ok=True) as conn:
             waiting = self._waiting
             row = waiting.pages.get(blob)
+            if row is None and waiting.read:
+                self._check_reads(conn)
+                row = waiting.read.get(blob)  # as the file holds it: nothing to read
             if row is None:
                 self._reads_from(conn)
                 row = conn.execute(f"{_SELECT_PAGES} WHERE key = ?", (blob,)).fetchone()
                 if row is not None and self.write_behind:
                     waiting.remember(blob, row)  # the base of the visit's write
             return None if row is None else self._decode(conn, row)
+
+    def _check_reads(self, conn: sqlite3.Connection) -> None:
+        """Before answering from the rows kept in memory: at most every ``commit_secs``,
+        drop them if another process wrote the file since they were read (``scrapy-fresh
+        due``, ``forget``); a write of the waiting rows checks it too."""
+        waiting = self._waiting
+        now = time.monotonic()
+        if now - self._reads_checked < self.commit_secs:
+            return
+        self._reads_checked = now
+        if conn.execute("PRAGMA data_version").fetchone()[0] != waiting.data_version:
+            waiting.forget_reads()
 
     def _reads_from(self, conn: sqlite3.Connection) -> None:
         """Before rows are read from the file to be remembered as merge bases (writing
@@ -940,12 +966,15 @@ class SQLiteStore(ClosingStore):
         out: dict[str, PageState] = {}
         with self._reading("get_many", waiting_ok=True) as conn:
             waiting = self._waiting.pages
+            if self._waiting.read:
+                self._check_reads(conn)
+            read = self._waiting.read  # as the file holds them: nothing to read
             for blob in blobs:
-                row = waiting.get(blob)
+                row = waiting.get(blob) or read.get(blob)
                 if row is not None:
                     out[blob.hex()] = self._decode(conn, row)
             if out:
-                blobs = [b for b in blobs if b not in waiting]
+                blobs = [b for b in blobs if b not in waiting and b not in read]
             if blobs:
                 self._reads_from(conn)
             for chunk in _chunks(blobs, _IN_CHUNK):
@@ -1153,12 +1182,22 @@ class SQLiteStore(ClosingStore):
         """
         check_limit(limit)
         with self._reading("due") as conn:
+            self._reads_from(conn)
             rows = conn.execute(
                 f"{_SELECT_PAGES} WHERE status IN (0, 1, 3) AND next_due <= ? "
                 "ORDER BY next_due, key LIMIT ?",
                 (now, limit),
             ).fetchall()
-            return [self._decode(conn, row) for row in rows]
+            return self._decode_read(conn, rows)
+
+    def _decode_read(self, conn: sqlite3.Connection, rows: list[Any]) -> list[PageState]:
+        """The records of ``rows`` just read; writing behind, the rows are kept too (the
+        scheduler leases due records: their visits read and write them next)."""
+        if self.write_behind:
+            remember = self._waiting.remember
+            for row in rows:
+                remember(row[0], row)
+        return [self._decode(conn, row) for row in rows]
 
     def due_after(
         self, now: float, after: tuple[float, str] | None, limit: int
@@ -1176,12 +1215,13 @@ class SQLiteStore(ClosingStore):
         check_limit(limit)
         since, key = after
         with self._reading("due_after") as conn:
+            self._reads_from(conn)
             rows = conn.execute(
                 f"{_SELECT_PAGES} WHERE status IN (0, 1, 3) AND next_due <= ? "
                 "AND (next_due, key) > (?, ?) ORDER BY next_due, key LIMIT ?",
                 (now, since, bytes.fromhex(check_key(key)), limit),
             ).fetchall()
-            return [self._decode(conn, row) for row in rows]
+            return self._decode_read(conn, rows)
 
     def next_due_time(self) -> float | None:
         """Return the earliest ``next_due`` of a queued or idle record, or None."""
@@ -1203,15 +1243,17 @@ class SQLiteStore(ClosingStore):
     def mark_in_flight(self, keys: Iterable[str], now: float) -> None:
         """Mark the records of ``keys`` in flight since ``now``; unknown keys are ignored."""
         check_time("now", now)
-        with self._writing("mark_in_flight") as conn:
+        blobs = [bytes.fromhex(check_key(k)) for k in keys]
+        with self._writing("mark_in_flight", forgets=False) as conn:
             marked = 0
-            for chunk in _chunks(keys, _CHUNK):
-                rows = [(now, bytes.fromhex(check_key(k))) for k in chunk]
+            for chunk in _chunks(blobs, _CHUNK):
                 cursor = conn.executemany(
-                    "UPDATE pages SET status = 2, in_flight_since = ? WHERE key = ?", rows
+                    "UPDATE pages SET status = ?, in_flight_since = ? WHERE key = ?",
+                    [(_IN_FLIGHT, now, blob) for blob in chunk],
                 )
                 marked += max(cursor.rowcount, 0)
             self._pending += marked
+            self._waiting.marked(blobs, _IN_FLIGHT, now)  # the rows kept change alike
 
     def release_in_flight(self, older_than: float | None = None) -> int:
         """Put in-flight records back to queued (never visited) or idle; return how many.

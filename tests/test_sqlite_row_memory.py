@@ -1,0 +1,217 @@
+"""The SQLite store's rows in memory (writing behind): the rows it read and the rows it
+wrote answer its next ``get`` without reading the file, and are never older than the
+file once the store has written its waiting rows (another process's writes included).
+Real files, a second connection to them as the other process."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from scrapy_fresh.store import sqlite as sqlite_store
+from scrapy_fresh.store._waiting import Waiting
+from scrapy_fresh.store.base import Status
+from scrapy_fresh.store.sqlite import SQLiteStore
+from tests.store_contract import page
+from tests.test_writebehind_adversarial import NOW, behind, visited
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+def _page_reads(store: SQLiteStore) -> list[str]:
+    """Start recording the statements of ``store`` that read records by key."""
+    seen: list[str] = []
+    conn = store._conn
+    assert conn is not None
+
+    def trace(sql: str) -> None:
+        if sql.lstrip().upper().startswith("SELECT KEY, URL") and "WHERE key" in sql:
+            seen.append(sql)
+
+    conn.set_trace_callback(trace)
+    return seen
+
+
+def test_the_row_positions_the_waiting_rows_change_are_the_stores_columns() -> None:
+    columns = sqlite_store._PAGE_COLUMNS
+    assert columns.index("doc_id") == 3
+    assert columns.index("status") == 4
+    assert columns.index("in_flight_since") == 9
+    assert Waiting  # (the positions are _waiting's _DOC_ID, _STATUS, _SINCE)
+
+
+def test_a_record_written_out_is_read_back_from_memory(tmp_path: Path) -> None:
+    path = tmp_path / "state.sqlite"
+    crawl = behind(path)
+    crawl.add_many([page(1), page(2)])
+    crawl.flush()  # the waiting rows go to the file
+    reads = _page_reads(crawl)
+    got = crawl.get(page(1).key)
+    assert reads == []  # answered from the rows it wrote
+    with SQLiteStore(path) as other:
+        assert got == other.get(page(1).key)  # doc id and all, as the file holds it
+    crawl.close()
+
+
+def test_a_due_record_leased_is_read_from_memory_with_its_in_flight_mark(
+    tmp_path: Path,
+) -> None:
+    """The scheduler reads due records in batches and marks them in flight; each visit
+    then reads its record: no second read of the file, and the mark is in it."""
+    path = tmp_path / "state.sqlite"
+    with SQLiteStore(path) as setup:
+        setup.put_many(visited(n, 1, NOW - 7200) for n in range(5))
+    crawl = behind(path)
+    due = crawl.due(NOW, 10)
+    assert len(due) == 5
+    crawl.mark_in_flight([s.key for s in due], NOW)
+    reads = _page_reads(crawl)
+    got = [crawl.get(s.key) for s in due]
+    assert reads == []
+    assert all(s is not None and s.status is Status.IN_FLIGHT for s in got)
+    assert all(s is not None and s.in_flight_since == NOW for s in got)
+    with SQLiteStore(path) as other:
+        assert got == [other.get(s.key) for s in due]
+    crawl.close()
+
+
+def test_an_in_flight_mark_inside_a_group_reaches_the_rows_it_wrote(tmp_path: Path) -> None:
+    """Inside a group (a visit) the waiting rows are written into the group's
+    transaction by the in-flight mark's own write, which then marks one of them: once the
+    group commits, the row in memory has the mark, as the file has."""
+    path = tmp_path / "state.sqlite"
+    with SQLiteStore(path) as setup:
+        setup.put(visited(1, 1, NOW - 7200))
+    crawl = behind(path)
+    with crawl.grouped():
+        record = crawl.get(page(1).key)
+        assert record is not None
+        record.next_due = NOW - 60
+        crawl.put(record)  # waiting
+        crawl.mark_in_flight([page(1).key], NOW)  # writes the waiting row, then marks it
+    reads = _page_reads(crawl)
+    got = crawl.get(page(1).key)
+    assert reads == []
+    assert got is not None
+    assert (got.status, got.in_flight_since, got.next_due) == (Status.IN_FLIGHT, NOW, NOW - 60)
+    with SQLiteStore(path) as other:
+        assert got == other.get(page(1).key)
+    crawl.close()
+
+
+def test_another_processs_write_drops_the_rows_once_the_store_writes(tmp_path: Path) -> None:
+    """The operator changes a record the crawl holds in memory: the crawl's next write of
+    its waiting rows sees the file changed, and its next get reads the file."""
+    path = tmp_path / "state.sqlite"
+    with SQLiteStore(path) as setup:
+        setup.put_many([visited(1, 1, NOW - 7200), visited(2, 1, NOW - 7200)])
+    crawl = behind(path)
+    assert crawl.get(page(1).key) is not None  # kept in memory
+    with SQLiteStore(path) as operator:
+        operator.make_due([page(1).key], NOW)
+        expected = operator.get(page(1).key)
+    crawl.put(visited(2, 2, NOW))  # another record's visit, written out:
+    crawl.flush()
+    assert crawl.get(page(1).key) == expected
+    crawl.close()
+
+
+def test_another_processs_write_is_read_after_commit_secs_without_a_write(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """With nothing of its own to write, the crawl still reads the file again once
+    ``commit_secs`` passed since it last looked (its clock moved by hand here)."""
+    path = tmp_path / "state.sqlite"
+    with SQLiteStore(path) as setup:
+        setup.put(visited(1, 1, NOW - 7200))
+    crawl = behind(path)
+    assert crawl.get(page(1).key) is not None
+    with SQLiteStore(path) as operator:
+        operator.make_due([page(1).key], NOW)
+        expected = operator.get(page(1).key)
+    clock = [sqlite_store.time.monotonic() + 2 * crawl.commit_secs]
+    monkeypatch.setattr(sqlite_store.time, "monotonic", lambda: clock[0])
+    assert crawl.get(page(1).key) == expected
+    crawl.close()
+
+
+OPS = st.lists(
+    st.tuples(
+        st.sampled_from(
+            [
+                "add",
+                "get",
+                "visit",
+                "group",
+                "lease",
+                "other_visit",
+                "other_due",
+                "other_delete",
+                "flush",
+            ]
+        ),
+        st.integers(0, 3),
+    ),
+    max_size=25,
+)
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(ops=OPS)
+@example(ops=[("add", 0), ("flush", 0), ("other_due", 0), ("lease", 0), ("get", 0)])
+def test_memory_never_holds_an_older_row_than_the_file_after_a_write(
+    tmp_path_factory, ops
+) -> None:
+    """The crawl's store (writing behind) and another process interleaved at random.
+    After each step the crawl writes its waiting rows (a sentinel visit makes sure it
+    has some): then every record it answers for is the file's, exactly."""
+    path = tmp_path_factory.mktemp("memory") / "state.sqlite"
+    crawl = behind(path)
+    other = SQLiteStore(path)
+    sentinel = 0
+
+    def visit(store: SQLiteStore, n: int) -> None:
+        current = store.get(page(n).key)
+        if current is not None:
+            current.visits += 1
+            current.last_crawl = NOW + current.visits
+            current.status = Status.IDLE
+            store.put(current)
+
+    try:
+        for op, n in ops:
+            key = page(n).key
+            if op == "add":
+                crawl.add_many([page(n)])
+            elif op == "get":
+                crawl.get(key)
+            elif op == "visit":
+                visit(crawl, n)
+            elif op == "group":
+                with crawl.grouped():
+                    visit(crawl, n)
+                    crawl.due(NOW + 10**6, 10)  # a read that writes the waiting rows
+                    visit(crawl, (n + 1) % 4)
+            elif op == "lease":
+                crawl.mark_in_flight([s.key for s in crawl.due(NOW + 10**6, 3)], NOW)
+            elif op == "other_visit":
+                visit(other, n)
+            elif op == "other_due":
+                other.make_due([key], NOW)
+            elif op == "other_delete":
+                other.delete(key)
+            else:
+                crawl.flush()
+            sentinel += 1
+            crawl.put(visited(9, sentinel, NOW + sentinel))
+            crawl.flush()
+            for m in (0, 1, 2, 3, 9):  # 9: put without its doc id (the file keeps it)
+                assert crawl.get(page(m).key) == other.get(page(m).key), (op, m)
+    finally:
+        crawl.close()
+        other.close()

@@ -147,17 +147,8 @@ class VisitRecorder:
         now: float,
         headers: Mapping[str, str | None] | None = None,
     ) -> None:
-        with self._visit_transaction():
-            self._commit_grouped(meta, state, outcome, now, headers)
-
-    def _commit_grouped(
-        self,
-        meta: MutableMapping[str, Any],
-        state: PageState,
-        outcome: Outcome,
-        now: float,
-        headers: Mapping[str, str | None] | None,
-    ) -> None:
+        """Commit one visit; its callers hold the visit's transaction
+        (:meth:`_visit_transaction`)."""
         meta["fresh_outcome"] = outcome.value
         cost = self.checks.check_cost(state)
         checks = self.checks.hosts.get(state.host)

@@ -61,8 +61,10 @@ class RevisitPolicy:
 
 
 def _counter(visits: int, p_c: float, decay: float) -> SuccessCounter:
-    weight = decayed_visits(visits, decay)
-    return SuccessCounter(weight, min(weight, max(0.0, p_c) * weight))
+    weight = decayed_visits(visits, decay)  # a finite float >= 0 for a stored record
+    if not 0.0 <= weight < math.inf:  # (visits < 0: a record no store accepts)
+        return SuccessCounter(weight, min(weight, max(0.0, p_c) * weight))  # raises
+    return SuccessCounter.unchecked(weight, min(weight, max(0.0, p_c) * weight))
 
 
 def record_visit(

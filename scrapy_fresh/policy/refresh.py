@@ -331,10 +331,17 @@ class SuccessCounter:
         if not 0.0 < d <= 1.0:
             raise ConfigError(f"decay ({decay!r}) must be within (0, 1].")
         visits = self.visits * d + 1.0
-        changes = min(visits, self.changes * d + (1.0 if changed else 0.0))
-        # Counts made here from checked ones are in range (0 <= changes <= visits):
-        # built without __post_init__'s checks, which ran for this counter already.
-        counter: SuccessCounter = object.__new__(SuccessCounter)
+        # made from checked counts, in range (0 <= changes <= visits): no checks again
+        return SuccessCounter.unchecked(
+            visits, min(visits, self.changes * d + (1.0 if changed else 0.0))
+        )
+
+    @classmethod
+    def unchecked(cls, visits: float, changes: float) -> SuccessCounter:
+        """A counter of float counts known to be in range (``0 <= changes <= visits``,
+        finite), built without :meth:`__post_init__`'s checks: for counts made by the
+        policy code itself, once per visit."""
+        counter: SuccessCounter = object.__new__(cls)
         object.__setattr__(counter, "visits", visits)
         object.__setattr__(counter, "changes", changes)
         return counter

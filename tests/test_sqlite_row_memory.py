@@ -215,3 +215,27 @@ def test_memory_never_holds_an_older_row_than_the_file_after_a_write(
     finally:
         crawl.close()
         other.close()
+
+
+def test_a_record_another_process_added_first_is_not_kept_with_the_crawls_doc_id(
+    tmp_path: Path,
+) -> None:
+    """The crawl finds a new URL (absent from the file, its row waits with the next doc
+    id); another process adds the same URL before the row is written: the file keeps
+    the other's doc id, so the crawl must not keep its own row as the file's."""
+    path = tmp_path / "state.sqlite"
+    with SQLiteStore(path) as setup:
+        setup.put(visited(1, 1, NOW - 7200))
+    crawl = behind(path)
+    assert crawl.add_many([page(2)]) == [page(2).key]  # absent: a new record, waiting
+    with SQLiteStore(path) as other:
+        other.add_many([page(3), page(2)])  # page 2 gets the other's doc id
+        theirs = other.get(page(2).key)
+    crawl.flush()
+    assert theirs is not None
+    got = crawl.get(page(2).key)
+    assert got is not None
+    assert got.doc_id == theirs.doc_id
+    with SQLiteStore(path) as after:
+        assert got == after.get(page(2).key)
+    crawl.close()

@@ -199,15 +199,21 @@ class Waiting:
         self.uncommitted_pages, self.uncommitted_sites = {}, {}
         self.uncommitted_reads, self.uncommitted_version = {}, None
 
-    def exact_rows(self, rows: Iterable[tuple[Any, ...]]) -> dict[bytes, tuple[Any, ...]]:
+    def exact_rows(
+        self, rows: Iterable[tuple[Any, ...]], *, new_ok: bool
+    ) -> dict[bytes, tuple[Any, ...]]:
         """Of ``rows``, written to the file in full (no upsert refused), those the file
-        now holds exactly: a new record's (its doc id was given here) or one whose doc id
-        is its base's (an upsert keeps the file's doc id)."""
+        now holds exactly: one whose doc id is its base's (an upsert keeps the file's doc
+        id), and, with ``new_ok`` (no other process wrote the file since before they were
+        found absent from it), a new record's (its doc id was given here; had another
+        process added the record meanwhile, the file would keep that one's)."""
         out: dict[bytes, tuple[Any, ...]] = {}
         for row in rows:
             blob = row[0]
             base = self.base.get(blob)
-            if blob in self.new or (base is not None and base[_DOC_ID] == row[_DOC_ID]):
+            if (base is not None and base[_DOC_ID] == row[_DOC_ID]) or (
+                new_ok and base is None and blob in self.new
+            ):
                 out[blob] = row
         return out
 

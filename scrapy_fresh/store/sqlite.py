@@ -707,7 +707,11 @@ class SQLiteStore(ClosingStore):
             for chunk in _chunks(rows, _CHUNK):
                 written += conn.executemany(_UPSERT_PAGES, chunk).rowcount
             # the rows the file now holds exactly (none if an upsert was refused)
-            exact = waiting.exact_rows(rows) if written == len(rows) else {}
+            exact = (
+                waiting.exact_rows(rows, new_ok=version == waiting.data_version)
+                if written == len(rows)
+                else {}
+            )
             if waiting.sites:
                 conn.executemany(_REPLACE_SITES, list(waiting.sites.values()))
             if savepoint:
@@ -1159,6 +1163,7 @@ class SQLiteStore(ClosingStore):
             rows = {blob: self._encode(conn, s) for blob, s in fresh.items()}
             waiting = self._waiting.pages
             absent = [blob for blob in rows if blob not in waiting]
+            self._reads_from(conn)  # before they are found absent (see exact_rows)
             stored = self._versions(conn, absent)
             new = {blob: rows[blob] for blob in absent if blob not in stored}
             self._give_doc_ids(conn, new, new.keys())

@@ -264,3 +264,24 @@ def test_host_checks_counts_round_trip_and_ignore_bad_values() -> None:
     checks = HostChecks(not_modified=3, ignored=2, lying=True)
     assert HostChecks.from_counts(checks.counts()) == checks
     assert HostChecks.from_counts({"ignored": -1, "unknown": 5, "etag_churn": "x"}) == HostChecks()
+
+
+@pytest.mark.parametrize("gone_items", [True, False])
+def test_the_spider_middleware_sends_a_gone_pages_item_once(setup: Any, gone_items: bool) -> None:
+    """The 404 that makes a visited page gone goes on to the spider middlewares (Scrapy's
+    HttpErrorMiddleware swallows it: nothing of the spider's): FreshSpiderMiddleware
+    yields the page's PageGone item after that output, once, unless FRESH_GONE_ITEMS is
+    False."""
+    h, request, mw, spider_mw = setup(
+        {"FRESH_GONE_CONFIRMATIONS": 1, "FRESH_GONE_ITEMS": gone_items}
+    )
+    response = _response(request, 404)
+    mw.process_response(request, response)
+    assert h.state(URL).status is Status.GONE
+    out = collect(spider_mw.process_spider_output(response, _aiter([])))
+    if gone_items:
+        assert [(i["url"], i["status"], i["reason"]) for i in out] == [(URL, 404, "gone")]
+        assert h.stat("fresh/gone_items") == 1
+    else:
+        assert out == []
+    assert collect(spider_mw.process_spider_output(response, _aiter([]))) == []  # once

@@ -65,6 +65,14 @@ class Waiting:
         #: whenever the store writes the file directly (:meth:`forget_reads`), and when
         #: another process wrote the file since :attr:`data_version`.
         self.read: dict[bytes, tuple[Any, ...]] = {}
+        #: Rows once kept in :attr:`read` that the file may no longer hold (another
+        #: process wrote it, or this store did directly): no ``get`` answers from them,
+        #: but a ``get`` may have answered from them before, so the next row given for
+        #: the record, if none was read since, takes its row here as its base, and its
+        #: write merges with the file (:attr:`merge`) whatever ``data_version`` says.
+        self.stale: dict[bytes, tuple[Any, ...]] = {}
+        #: Keys of waiting rows whose base came from :attr:`stale`.
+        self.merge: set[bytes] = set()
         #: Rows written into a group's transaction, as the file holds them once it
         #: commits, and the file's ``data_version`` they were written at (see
         #: :meth:`written`).
@@ -115,13 +123,15 @@ class Waiting:
         if len(read) >= READ_MAX and blob not in read:
             del read[next(iter(read))]
         read[blob] = row
+        if self.stale:
+            self.stale.pop(blob, None)  # read since: the base is this row
 
     def keep_written(self, rows: dict[bytes, tuple[Any, ...]], data_version: int) -> None:
         """``rows`` are the file's rows of their records now, at ``data_version`` (taken
         in the transaction that wrote them): keep them as read. The rows kept before stay
         only if no other process wrote the file since they were read."""
         if data_version != self.data_version:
-            self.read.clear()
+            self.outdated()
         self.data_version = data_version
         for blob, row in rows.items():
             self.remember(blob, row)
@@ -130,8 +140,8 @@ class Waiting:
         """The file's rows of ``blobs`` took ``status`` and ``in_flight_since``
         ``since`` (:meth:`SQLiteStore.mark_in_flight
         <scrapy_fresh.store.sqlite.SQLiteStore.mark_in_flight>`): so do the ones kept
-        here, and those a group's open transaction wrote."""
-        for rows in (self.read, self.uncommitted_reads):
+        here (as bases too: :attr:`stale`), and those a group's open transaction wrote."""
+        for rows in (self.read, self.stale, self.uncommitted_reads):
             for blob in blobs:
                 row = rows.get(blob)
                 if row is not None:
@@ -143,9 +153,31 @@ class Waiting:
         read = self.read
         return {blob: read.pop(blob) for blob in blobs if blob in read}
 
-    def forget_reads(self) -> None:
-        """The store wrote the file directly: a remembered row may be older than it."""
+    def take_stale(self, blobs: Iterable[bytes]) -> dict[bytes, tuple[Any, ...]]:
+        """The rows of :attr:`stale` of ``blobs`` (taken). The caller reads the file's
+        rows of their records too: whether they are still there, and how far visited."""
+        stale = self.stale
+        if not stale:
+            return {}
+        return {blob: stale.pop(blob) for blob in blobs if blob in stale}
+
+    def outdated(self) -> None:
+        """The file may have changed since the rows kept were read (another process
+        wrote it, or this store directly): they answer no ``get`` any more, but stay
+        the bases of the rows given next for their records (:attr:`stale`)."""
+        if not self.read:
+            return
+        stale = self.stale
+        stale.update(self.read)
         self.read.clear()
+        while len(stale) > READ_MAX:
+            del stale[next(iter(stale))]
+
+    def forget_reads(self) -> None:
+        """Rows kept may never have been the file's (read or marked in a transaction
+        rolled back since): drop them all."""
+        self.read.clear()
+        self.stale.clear()
 
     def clear(self) -> None:
         """No row waits any more (the rows read stay: :attr:`read`)."""
@@ -153,6 +185,7 @@ class Waiting:
         self.sites.clear()
         self.new.clear()
         self.base.clear()
+        self.merge.clear()
         self.uncommitted_pages.clear()
         self.uncommitted_sites.clear()
         self.uncommitted_reads, self.uncommitted_version = {}, None
@@ -180,6 +213,7 @@ class Waiting:
                 del self.pages[blob]
                 self.new.pop(blob, None)
                 self.base.pop(blob, None)
+                self.merge.discard(blob)
             elif blob in self.pages:
                 self.base[blob] = row
                 self.new.pop(blob, None)
@@ -188,7 +222,13 @@ class Waiting:
                 del self.sites[host]
         if self.uncommitted_version is not None:
             done = {b: r for b, r in self.uncommitted_reads.items() if b not in self.pages}
-            self.keep_written(done, self.uncommitted_version)
+            if self.pages and self.uncommitted_version != self.data_version:
+                # Rows still waiting were made from the file's rows before another
+                # process wrote it (or from the rows written, unmerged): their write must
+                # still merge, so data_version stays the one they were read at.
+                self.outdated()
+            else:
+                self.keep_written(done, self.uncommitted_version)
         self.uncommitted_pages, self.uncommitted_sites = {}, {}
         self.uncommitted_reads, self.uncommitted_version = {}, None
         if not self:

@@ -368,8 +368,13 @@ class _Group:
                 and conn.in_transaction
                 and store._commit_due()
             ):
-                with store._reading("commit", waiting_ok=True):
-                    store._commit(conn)
+                try:
+                    with store._reading("commit", waiting_ok=True):
+                        store._commit(conn)
+                except BaseException:
+                    # rolled back: rows read or marked inside it are not the file's
+                    store._waiting.forget_reads()
+                    raise
             if not store._grouped and conn is not None:
                 store._written_behind()
         finally:
@@ -658,7 +663,7 @@ class SQLiteStore(ClosingStore):
                 if self._waiting:
                     self._write_waiting(conn)
                 if forgets:
-                    self._waiting.forget_reads()  # this write may change a row read before
+                    self._waiting.outdated()  # this write may change a row read before
                 savepoint = conn.in_transaction
                 conn.execute("SAVEPOINT fresh_write" if savepoint else "BEGIN IMMEDIATE")
                 if not savepoint:
@@ -673,6 +678,8 @@ class SQLiteStore(ClosingStore):
                 if not self._grouped and self._commit_due():
                     self._commit(conn)
             except sqlite3.Error as exc:
+                # its commit may have failed: rows it marked or read are not the file's
+                self._waiting.forget_reads()
                 raise self._error(op, exc) from exc
 
     def _commit_due(self) -> bool:
@@ -700,18 +707,19 @@ class SQLiteStore(ClosingStore):
             # (in this transaction, which holds the write lock: no other process writes
             # the file between this and the commit)
             version = conn.execute("PRAGMA data_version").fetchone()[0]
-            if waiting.base and version != waiting.data_version:
+            changed = version != waiting.data_version
+            if changed:  # a row kept may be older than the file (read again, even in a group)
+                waiting.outdated()
+            if waiting.base and (changed or waiting.merge):
                 # another process wrote the file meanwhile: merge with what it wrote
                 rows, forgotten = waiting.merged(self._stored_rows(conn, list(waiting.base)))
             written = 0
             for chunk in _chunks(rows, _CHUNK):
                 written += conn.executemany(_UPSERT_PAGES, chunk).rowcount
-            # the rows the file now holds exactly (none if an upsert was refused)
-            exact = (
-                waiting.exact_rows(rows, new_ok=version == waiting.data_version)
-                if written == len(rows)
-                else {}
-            )
+            # the rows the file now holds exactly (none if an upsert was refused; no new
+            # record's if another process wrote meanwhile: it may have added it first,
+            # and the upsert kept its doc id)
+            exact = waiting.exact_rows(rows, new_ok=not changed) if written == len(rows) else {}
             if waiting.sites:
                 conn.executemany(_REPLACE_SITES, list(waiting.sites.values()))
             if savepoint:
@@ -956,7 +964,7 @@ class SQLiteStore(ClosingStore):
             return
         self._reads_checked = now
         if conn.execute("PRAGMA data_version").fetchone()[0] != waiting.data_version:
-            waiting.forget_reads()
+            waiting.outdated()
 
     def _reads_from(self, conn: sqlite3.Connection) -> None:
         """Before rows are read from the file to be remembered as merge bases (writing
@@ -1042,8 +1050,18 @@ class SQLiteStore(ClosingStore):
             missing = [r[0] for r in rows if r[0] not in waiting]
             bases = self._waiting.take_reads(missing)  # read by get() since data_version
             if len(bases) < len(missing):
-                bases.update(self._stored_rows(conn, [b for b in missing if b not in bases]))
+                unread = [b for b in missing if b not in bases]
+                stale = self._waiting.take_stale(unread)
+                bases.update(self._stored_rows(conn, unread))
+                for blob in stale.keys() & bases.keys():  # still in the file:
+                    # the row a get may have answered with is the base, merged when written
+                    bases[blob], stale[blob] = stale[blob], bases[blob]
+                    self._waiting.merge.add(blob)
+            else:
+                stale = {}
             stored = {blob: (row[_VISITS], row[_LAST_CRAWL]) for blob, row in bases.items()}
+            for blob in stale.keys() & bases.keys():  # how far the file's row is visited
+                stored[blob] = (stale[blob][_VISITS], stale[blob][_LAST_CRAWL])
             new = {r[0] for r in rows if not self._waiting.in_file(r[0], stored)}
             if any(
                 r[3] is not None and r[0] in new and r[3] != _doc_id(waiting, r[0]) for r in rows

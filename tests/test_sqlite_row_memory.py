@@ -239,3 +239,17 @@ def test_a_record_another_process_added_first_is_not_kept_with_the_crawls_doc_id
     with SQLiteStore(path) as after:
         assert got == after.get(page(2).key)
     crawl.close()
+
+
+def test_a_record_put_after_the_stores_own_direct_write_is_written_as_given(
+    tmp_path: Path,
+) -> None:
+    """A row kept in memory is not the base of a record put after this store changed the
+    file directly (``release_in_flight`` here): the caller's record is written as given,
+    as the reference model of the store contract says (found by its Hypothesis test)."""
+    crawl = behind(tmp_path / "state.sqlite")
+    crawl.add_many([page(0, status=Status.IN_FLIGHT)])
+    crawl.release_in_flight(None)  # writes the new row out (kept), then changes the file
+    crawl.put(page(0, status=Status.IN_FLIGHT))
+    assert crawl.counts()[Status.IN_FLIGHT] == 1
+    crawl.close()

@@ -66,7 +66,7 @@ class Waiting:
         #: another process wrote the file since :attr:`data_version`.
         self.read: dict[bytes, tuple[Any, ...]] = {}
         #: Rows once kept in :attr:`read` that the file may no longer hold (another
-        #: process wrote it, or this store did directly): no ``get`` answers from them,
+        #: process wrote it): no ``get`` answers from them,
         #: but a ``get`` may have answered from them before, so the next row given for
         #: the record, if none was read since, takes its row here as its base, and its
         #: write merges with the file (:attr:`merge`) whatever ``data_version`` says.
@@ -162,9 +162,11 @@ class Waiting:
         return {blob: stale.pop(blob) for blob in blobs if blob in stale}
 
     def outdated(self) -> None:
-        """The file may have changed since the rows kept were read (another process
-        wrote it, or this store directly): they answer no ``get`` any more, but stay
-        the bases of the rows given next for their records (:attr:`stale`)."""
+        """Another process may have changed the file since the rows kept were read:
+        they answer no ``get`` any more, but stay the bases of the rows given next for
+        their records (:attr:`stale`). (When this store writes the file directly, it
+        drops them instead, :meth:`forget_reads`: a record put after such a write is
+        written as given.)"""
         if not self.read:
             return
         stale = self.stale
@@ -174,8 +176,8 @@ class Waiting:
             del stale[next(iter(stale))]
 
     def forget_reads(self) -> None:
-        """Rows kept may never have been the file's (read or marked in a transaction
-        rolled back since): drop them all."""
+        """This store wrote the file directly, or rows kept may never have been the
+        file's (read or marked in a transaction rolled back since): drop them all."""
         self.read.clear()
         self.stale.clear()
 

@@ -663,7 +663,7 @@ class SQLiteStore(ClosingStore):
                 if self._waiting:
                     self._write_waiting(conn)
                 if forgets:
-                    self._waiting.outdated()  # this write may change a row read before
+                    self._waiting.forget_reads()  # this write may change a row read before
                 savepoint = conn.in_transaction
                 conn.execute("SAVEPOINT fresh_write" if savepoint else "BEGIN IMMEDIATE")
                 if not savepoint:

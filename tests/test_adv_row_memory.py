@@ -16,6 +16,7 @@ from scrapy_fresh.store import sqlite as sqlite_store
 from scrapy_fresh.store.base import Status
 from scrapy_fresh.store.sqlite import SQLiteStore
 from tests.store_contract import page
+from tests.test_sqlite_row_memory import in_file, seed
 from tests.test_writebehind_adversarial import NOW, _CommitFails, behind, visited
 
 if TYPE_CHECKING:
@@ -34,8 +35,7 @@ def test_a_group_commit_does_not_hide_another_processs_write_from_a_row_still_wa
     stay. The group's commit took the file's data_version as the one the waiting rows
     were read at, so the write did not merge and put the old due time back."""
     path = tmp_path / "state.sqlite"
-    with SQLiteStore(path) as setup:
-        setup.put_many([visited(1, 3, NOW, next_due=FAR), visited(2, 1, NOW, next_due=FAR)])
+    seed(path, visited(1, 3, NOW, next_due=FAR), visited(2, 1, NOW, next_due=FAR))
     crawl = behind(path)
     record = crawl.get(page(1).key)
     assert record is not None
@@ -50,9 +50,7 @@ def test_a_group_commit_does_not_hide_another_processs_write_from_a_row_still_wa
         again.request = {"meta": {"seen": "twice"}}
         crawl.put(again)  # given again inside the group: waits after it
     crawl.flush()
-    with SQLiteStore(path) as other:
-        stored = other.get(page(1).key)
-    assert stored is not None
+    stored = in_file(path, 1)
     assert stored.request == {"meta": {"seen": "twice"}}
     assert stored.next_due == NOW  # the operator's due time stays
     assert crawl.get(page(1).key) == stored
@@ -67,8 +65,7 @@ def test_a_row_read_before_another_processs_write_is_not_a_base_after_a_group_co
     have changed), the visit's sighting of record 1 takes the kept row as its base.
     After the group commits that write must still merge with the operator's."""
     path = tmp_path / "state.sqlite"
-    with SQLiteStore(path) as setup:
-        setup.put_many([visited(1, 3, NOW, next_due=FAR), visited(2, 1, NOW, next_due=FAR)])
+    seed(path, visited(1, 3, NOW, next_due=FAR), visited(2, 1, NOW, next_due=FAR))
     crawl = behind(path)
     assert crawl.get(page(1).key) is not None  # kept in memory
     assert crawl.get(page(2).key) is not None  # (checks the file's version: unchanged)
@@ -82,9 +79,7 @@ def test_a_row_read_before_another_processs_write_is_not_a_base_after_a_group_co
         record.request = {"meta": {"seen": "again"}}
         crawl.put(record)  # its base: the row kept in memory
     crawl.flush()
-    with SQLiteStore(path) as other:
-        stored = other.get(page(1).key)
-    assert stored is not None
+    stored = in_file(path, 1)
     assert stored.request == {"meta": {"seen": "again"}}
     assert stored.next_due == NOW  # the operator's due time stays
     assert crawl.get(page(1).key) == stored
@@ -97,8 +92,7 @@ def test_after_a_group_writes_the_waiting_rows_get_reads_another_processs_write(
     """Invariant 2 inside a group: once the waiting rows were written and the file was
     seen to have changed, a kept row of a record the other process wrote is not given."""
     path = tmp_path / "state.sqlite"
-    with SQLiteStore(path) as setup:
-        setup.put_many([visited(1, 3, NOW, next_due=FAR), visited(2, 1, NOW, next_due=FAR)])
+    seed(path, visited(1, 3, NOW, next_due=FAR), visited(2, 1, NOW, next_due=FAR))
     crawl = behind(path)
     assert crawl.get(page(1).key) is not None
     assert crawl.get(page(2).key) is not None
@@ -120,8 +114,7 @@ def test_a_new_record_another_process_added_meanwhile_is_remembered_with_the_fil
     same record first. The waiting row's upsert keeps the file's doc id: the row kept in
     memory must be the file's, doc id included."""
     path = tmp_path / "state.sqlite"
-    with SQLiteStore(path) as setup:
-        setup.put(visited(1, 1, NOW))
+    seed(path, visited(1, 1, NOW))
     crawl = behind(path)
     assert crawl.add_many([page(5)]) == [page(5).key]  # waiting
     with SQLiteStore(path) as other:
@@ -139,8 +132,7 @@ def test_an_in_flight_mark_lost_with_its_groups_commit_is_not_kept_in_memory(
     """A group marks record 1 in flight and its commit fails (a full disk): the file has
     the record idle, and so must every later get once the waiting rows were written."""
     path = tmp_path / "state.sqlite"
-    with SQLiteStore(path) as setup:
-        setup.put(visited(1, 1, NOW))
+    seed(path, visited(1, 1, NOW))
     crawl = _CommitFails(path, batch_size=10_000, commit_secs=3600.0)
     assert crawl.get(page(1).key) is not None  # kept in memory
     crawl.fail_next = True
@@ -148,9 +140,7 @@ def test_an_in_flight_mark_lost_with_its_groups_commit_is_not_kept_in_memory(
         crawl.mark_in_flight([page(1).key], NOW)
     crawl.put(visited(9, 1, NOW))  # a later write of waiting rows
     crawl.flush()
-    with SQLiteStore(path) as other:
-        stored = other.get(page(1).key)
-    assert stored is not None
+    stored = in_file(path, 1)
     assert stored.status is Status.IDLE
     assert crawl.get(page(1).key) == stored
     crawl.close()
@@ -161,8 +151,7 @@ def test_a_row_read_inside_a_group_whose_commit_fails_is_not_kept(tmp_path: Path
     reads it back from the open transaction; the commit fails: the row read is not the
     file's and must not answer later gets."""
     path = tmp_path / "state.sqlite"
-    with SQLiteStore(path) as setup:
-        setup.put(visited(1, 1, NOW, next_due=FAR))
+    seed(path, visited(1, 1, NOW, next_due=FAR))
     crawl = _CommitFails(path, batch_size=10_000, commit_secs=3600.0)
     crawl.fail_next = True
     with pytest.raises(StoreError), crawl.grouped():  # noqa: PT012  # the commit at its end fails
@@ -170,9 +159,7 @@ def test_a_row_read_inside_a_group_whose_commit_fails_is_not_kept(tmp_path: Path
         assert crawl.get(page(1).key).next_due == NOW  # type: ignore[union-attr]
     crawl.put(visited(9, 1, NOW))
     crawl.flush()
-    with SQLiteStore(path) as other:
-        stored = other.get(page(1).key)
-    assert stored is not None
+    stored = in_file(path, 1)
     assert stored.next_due == FAR
     assert crawl.get(page(1).key) == stored
     crawl.close()
@@ -181,8 +168,7 @@ def test_a_row_read_inside_a_group_whose_commit_fails_is_not_kept(tmp_path: Path
 def _stale_visit_setup(path: Path) -> SQLiteStore:
     """Records 1 and 2 in the file; the crawl keeps both in memory (its version checked
     once), then the operator makes record 1 due from another process."""
-    with SQLiteStore(path) as setup:
-        setup.put_many([visited(1, 3, NOW, next_due=FAR), visited(2, 1, NOW, next_due=FAR)])
+    seed(path, visited(1, 3, NOW, next_due=FAR), visited(2, 1, NOW, next_due=FAR))
     crawl = behind(path)
     assert crawl.get(page(1).key) is not None  # kept in memory
     assert crawl.get(page(2).key) is not None  # (the file's version checked: unchanged)
@@ -208,9 +194,7 @@ def test_a_record_got_from_memory_then_put_after_a_write_out_keeps_the_operators
     record.request = {"meta": {"seen": "again"}}
     crawl.put(record)
     crawl.flush()
-    with SQLiteStore(path) as other:
-        stored = other.get(page(1).key)
-    assert stored is not None
+    stored = in_file(path, 1)
     assert stored.request == {"meta": {"seen": "again"}}
     assert stored.next_due == NOW  # the operator's due time stays
     assert crawl.get(page(1).key) == stored
@@ -232,9 +216,7 @@ def test_a_record_got_from_memory_then_put_after_a_groups_write_keeps_the_operat
         record.request = {"meta": {"seen": "again"}}
         crawl.put(record)
     crawl.flush()
-    with SQLiteStore(path) as other:
-        stored = other.get(page(1).key)
-    assert stored is not None
+    stored = in_file(path, 1)
     assert stored.request == {"meta": {"seen": "again"}}
     assert stored.next_due == NOW  # the operator's due time stays
     assert crawl.get(page(1).key) == stored
@@ -245,8 +227,7 @@ def test_a_record_this_store_deleted_and_puts_again_is_written(tmp_path: Path) -
     """A kept row stale after the store's own direct write (a delete) is no proof that
     the record is in the file: the put after the delete adds it again."""
     path = tmp_path / "state.sqlite"
-    with SQLiteStore(path) as setup:
-        setup.put(visited(1, 1, NOW))
+    seed(path, visited(1, 1, NOW))
     crawl = behind(path)
     record = crawl.get(page(1).key)  # kept in memory
     assert record is not None
@@ -254,9 +235,7 @@ def test_a_record_this_store_deleted_and_puts_again_is_written(tmp_path: Path) -
     record.visits, record.last_crawl, record.doc_id = 2, NOW + 10, 0
     crawl.put(record)
     crawl.flush()
-    with SQLiteStore(path) as other:
-        stored = other.get(page(1).key)
-    assert stored is not None
+    stored = in_file(path, 1)
     assert stored.visits == 2
     assert crawl.get(page(1).key) == stored
     crawl.close()
@@ -266,8 +245,7 @@ def test_a_stale_kept_row_does_not_let_a_regression_through(tmp_path: Path) -> N
     """Another process visited record 1 after the crawl kept it; the crawl's put of an
     older visit (made from the kept row) is refused and counted, not written."""
     path = tmp_path / "state.sqlite"
-    with SQLiteStore(path) as setup:
-        setup.put_many([visited(1, 1, NOW), visited(2, 1, NOW)])
+    seed(path, visited(1, 1, NOW), visited(2, 1, NOW))
     crawl = behind(path)
     assert crawl.get(page(1).key) is not None
     with SQLiteStore(path) as other:
@@ -277,9 +255,7 @@ def test_a_stale_kept_row_does_not_let_a_regression_through(tmp_path: Path) -> N
     crawl.put(visited(1, 2, NOW + 20))
     crawl.flush()
     assert crawl.regressions_refused == 1
-    with SQLiteStore(path) as other:
-        stored = other.get(page(1).key)
-    assert stored is not None
+    stored = in_file(path, 1)
     assert stored.visits == 3
     assert crawl.get(page(1).key) == stored
     crawl.close()
@@ -444,8 +420,7 @@ def test_pre_existing_a_waiting_row_got_then_put_after_a_merging_write_out(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "state.sqlite"
-    with SQLiteStore(path) as setup:
-        setup.put(visited(1, 1, NOW, next_due=FAR))
+    seed(path, visited(1, 1, NOW, next_due=FAR))
     crawl = behind(path)
     record = crawl.get(page(1).key)
     assert record is not None
@@ -460,9 +435,7 @@ def test_pre_existing_a_waiting_row_got_then_put_after_a_merging_write_out(
     record.request = {"seen": 2}
     crawl.put(record)
     crawl.flush()
-    with SQLiteStore(path) as other:
-        stored = other.get(page(1).key)
-    assert stored is not None
+    stored = in_file(path, 1)
     assert stored.next_due == NOW
     crawl.close()
 
@@ -484,9 +457,7 @@ def test_a_visit_put_after_an_in_flight_mark_of_a_stale_kept_row_leaves_it_idle(
     record.status, record.in_flight_since = Status.IDLE, None
     crawl.put(record)
     crawl.flush()
-    with SQLiteStore(path) as other:
-        stored = other.get(page(1).key)
-    assert stored is not None
+    stored = in_file(path, 1)
     assert stored.visits == 4
     assert (stored.status, stored.in_flight_since) == (Status.IDLE, None)
     assert stored.next_due == NOW  # the operator's due time stays

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from scrapy_fresh.store import _waiting as waiting_module
 from scrapy_fresh.store import sqlite as sqlite_store
-from scrapy_fresh.store._waiting import Waiting
 from scrapy_fresh.store.base import Status
 from scrapy_fresh.store.sqlite import SQLiteStore
 from tests.store_contract import page
@@ -19,6 +19,22 @@ from tests.test_writebehind_adversarial import NOW, behind, visited
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    from scrapy_fresh.store.base import PageState
+
+
+def seed(path: Path, *states: PageState) -> None:
+    """Write ``states`` to the file at ``path`` before the crawl's store opens it."""
+    with SQLiteStore(path) as setup:
+        setup.put_many(states)
+
+
+def in_file(path: Path, n: int) -> PageState:
+    """Page ``n``'s record as another connection reads it from the file now."""
+    with SQLiteStore(path) as other:
+        stored = other.get(page(n).key)
+    assert stored is not None
+    return stored
 
 
 def _page_reads(store: SQLiteStore) -> list[str]:
@@ -36,11 +52,11 @@ def _page_reads(store: SQLiteStore) -> list[str]:
 
 
 def test_the_row_positions_the_waiting_rows_change_are_the_stores_columns() -> None:
+    """_waiting patches rows by position: its positions must name the store's columns."""
     columns = sqlite_store._PAGE_COLUMNS
-    assert columns.index("doc_id") == 3
-    assert columns.index("status") == 4
-    assert columns.index("in_flight_since") == 9
-    assert Waiting  # (the positions are _waiting's _DOC_ID, _STATUS, _SINCE)
+    assert columns.index("doc_id") == waiting_module._DOC_ID
+    assert columns.index("status") == waiting_module._STATUS
+    assert columns.index("in_flight_since") == waiting_module._SINCE
 
 
 def test_a_record_written_out_is_read_back_from_memory(tmp_path: Path) -> None:
@@ -62,8 +78,7 @@ def test_a_due_record_leased_is_read_from_memory_with_its_in_flight_mark(
     """The scheduler reads due records in batches and marks them in flight; each visit
     then reads its record: no second read of the file, and the mark is in it."""
     path = tmp_path / "state.sqlite"
-    with SQLiteStore(path) as setup:
-        setup.put_many(visited(n, 1, NOW - 7200) for n in range(5))
+    seed(path, *(visited(n, 1, NOW - 7200) for n in range(5)))
     crawl = behind(path)
     due = crawl.due(NOW, 10)
     assert len(due) == 5
@@ -83,8 +98,7 @@ def test_an_in_flight_mark_inside_a_group_reaches_the_rows_it_wrote(tmp_path: Pa
     transaction by the in-flight mark's own write, which then marks one of them: once the
     group commits, the row in memory has the mark, as the file has."""
     path = tmp_path / "state.sqlite"
-    with SQLiteStore(path) as setup:
-        setup.put(visited(1, 1, NOW - 7200))
+    seed(path, visited(1, 1, NOW - 7200))
     crawl = behind(path)
     with crawl.grouped():
         record = crawl.get(page(1).key)
@@ -106,8 +120,7 @@ def test_another_processs_write_drops_the_rows_once_the_store_writes(tmp_path: P
     """The operator changes a record the crawl holds in memory: the crawl's next write of
     its waiting rows sees the file changed, and its next get reads the file."""
     path = tmp_path / "state.sqlite"
-    with SQLiteStore(path) as setup:
-        setup.put_many([visited(1, 1, NOW - 7200), visited(2, 1, NOW - 7200)])
+    seed(path, visited(1, 1, NOW - 7200), visited(2, 1, NOW - 7200))
     crawl = behind(path)
     assert crawl.get(page(1).key) is not None  # kept in memory
     with SQLiteStore(path) as operator:
@@ -125,8 +138,7 @@ def test_another_processs_write_is_read_after_commit_secs_without_a_write(
     """With nothing of its own to write, the crawl still reads the file again once
     ``commit_secs`` passed since it last looked (its clock moved by hand here)."""
     path = tmp_path / "state.sqlite"
-    with SQLiteStore(path) as setup:
-        setup.put(visited(1, 1, NOW - 7200))
+    seed(path, visited(1, 1, NOW - 7200))
     crawl = behind(path)
     assert crawl.get(page(1).key) is not None
     with SQLiteStore(path) as operator:
@@ -224,8 +236,7 @@ def test_a_record_another_process_added_first_is_not_kept_with_the_crawls_doc_id
     id); another process adds the same URL before the row is written: the file keeps
     the other's doc id, so the crawl must not keep its own row as the file's."""
     path = tmp_path / "state.sqlite"
-    with SQLiteStore(path) as setup:
-        setup.put(visited(1, 1, NOW - 7200))
+    seed(path, visited(1, 1, NOW - 7200))
     crawl = behind(path)
     assert crawl.add_many([page(2)]) == [page(2).key]  # absent: a new record, waiting
     with SQLiteStore(path) as other:

@@ -1049,19 +1049,16 @@ class SQLiteStore(ClosingStore):
             self._reads_from(conn)  # before the rows read (see _waiting)
             missing = [r[0] for r in rows if r[0] not in waiting]
             bases = self._waiting.take_reads(missing)  # read by get() since data_version
+            stale: dict[bytes, tuple[Any, ...]] = {}
             if len(bases) < len(missing):
                 unread = [b for b in missing if b not in bases]
                 stale = self._waiting.take_stale(unread)
                 bases.update(self._stored_rows(conn, unread))
-                for blob in stale.keys() & bases.keys():  # still in the file:
-                    # the row a get may have answered with is the base, merged when written
-                    bases[blob], stale[blob] = stale[blob], bases[blob]
-                    self._waiting.merge.add(blob)
-            else:
-                stale = {}
+            # how far each record is visited in the file (or as read since data_version)
             stored = {blob: (row[_VISITS], row[_LAST_CRAWL]) for blob, row in bases.items()}
-            for blob in stale.keys() & bases.keys():  # how far the file's row is visited
-                stored[blob] = (stale[blob][_VISITS], stale[blob][_LAST_CRAWL])
+            for blob in stale.keys() & bases.keys():  # still in the file: the row a get
+                bases[blob] = stale[blob]  # may have answered with is the base, and
+                self._waiting.merge.add(blob)  # its write merges with the file
             new = {r[0] for r in rows if not self._waiting.in_file(r[0], stored)}
             if any(
                 r[3] is not None and r[0] in new and r[3] != _doc_id(waiting, r[0]) for r in rows

@@ -19,6 +19,7 @@ Usage::
 
     python bench/recrawl_visit.py                 # 3,000 pages, 5 rounds
     python bench/recrawl_visit.py --profile 25    # and the 25 costliest functions
+    python bench/recrawl_visit.py --without visit-log   # a part switched off
 
 Prints microseconds per page (min and median of the rounds, each on a new store) and,
 with ``--profile``, a cProfile of one more round by own time (cProfile inflates small
@@ -42,6 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from scrapy import Spider  # noqa: E402
+from scrapy.exceptions import NotConfigured  # noqa: E402
 from scrapy.http import Response  # noqa: E402
 from scrapy.utils.test import get_crawler  # noqa: E402
 
@@ -88,16 +90,32 @@ def visited(i: int) -> PageState:
     )
 
 
+#: Parts ``--without`` switches off, by the settings that do it.
+PARTS: dict[str, dict[str, Any]] = {
+    "provider-signals": {"FRESH_PROVIDER_SIGNALS": False},
+    "visit-log": {"FRESH_VISIT_LOG": ""},
+}
+
+
+def _optional(component: Any, crawler: Any) -> Any:
+    """``component`` built from ``crawler``, or None when its setting turns it off."""
+    try:
+        return component.from_crawler(crawler)
+    except NotConfigured:
+        return None
+
+
 class Round:
     """The add-on's components on a new store of ``pages`` due records."""
 
-    def __init__(self, pages: int, work: Path) -> None:
+    def __init__(self, pages: int, work: Path, without: tuple[str, ...] = ()) -> None:
         crawler = get_crawler(
             BenchSpider,
             {
                 "FRESH_STORE": "sqlite",
                 "FRESH_SQLITE_PATH": str(work / "state.sqlite"),
                 "FRESH_VISIT_LOG": str(work / "visits.jsonl"),
+                **{name: value for part in without for name, value in PARTS[part].items()},
             },
         )
         crawler.spider = BenchSpider.from_crawler(crawler)
@@ -111,9 +129,10 @@ class Round:
         self.scheduler.open(crawler.spider)
         self.downloader = FreshDownloaderMiddleware.from_crawler(crawler)
         self.reachability = FreshReachabilityMiddleware.from_crawler(crawler)
-        self.providers = FreshProviderMiddleware.from_crawler(crawler)
-        self.log = VisitLog.from_crawler(crawler)
-        self.log._opened()
+        self.providers = _optional(FreshProviderMiddleware, crawler)
+        self.log = _optional(VisitLog, crawler)
+        if self.log is not None:
+            self.log._opened()
 
     @staticmethod
     def _await(result: Any) -> None:
@@ -133,17 +152,19 @@ class Round:
         request = self.scheduler.next_request()
         if request is None:
             return False
-        self._await(self.providers.process_request(request))
+        if self.providers is not None:
+            self._await(self.providers.process_request(request))
         self._await(self.downloader.process_request(request))
         etag = request.headers.get(b"If-None-Match", b"").decode()
         headers = {"ETag": etag, "Last-Modified": LAST_MODIFIED, "Date": LAST_MODIFIED}
         response = Response(request.url, status=304, headers=headers, request=request)
-        self.log._downloaded(response, request)
+        if self.log is not None:
+            self.log._downloaded(response, request)
         self.reachability.process_response(request, response)
+        if self.providers is not None:
+            response = self.providers.process_response(request, response)
         try:
-            self.downloader.process_response(
-                request, self.providers.process_response(request, response)
-            )
+            self.downloader.process_response(request, response)
         except NotModified:
             return True
         raise RuntimeError(f"{request.url}: the 304 was not recorded as not modified")
@@ -156,13 +177,14 @@ class Round:
 
     def close(self) -> None:
         self.scheduler.close("finished")
-        self.log._closed("finished")
+        if self.log is not None:
+            self.log._closed("finished")
 
 
-def timed(pages: int) -> float:
+def timed(pages: int, without: tuple[str, ...] = ()) -> float:
     """Microseconds per page of one round (its store built outside the clock)."""
     with tempfile.TemporaryDirectory() as tmp:
-        bench = Round(pages, Path(tmp))
+        bench = Round(pages, Path(tmp), without)
         start = time.perf_counter()
         n = bench.run()
         elapsed = time.perf_counter() - start
@@ -178,14 +200,19 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=3000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--profile", type=int, default=0, metavar="ROWS")
+    parser.add_argument(
+        "--without", action="append", choices=sorted(PARTS), default=[],
+        help="switch a part off (repeatable): what it costs is the difference",
+    )  # fmt: skip
     args = parser.parse_args()
-    times = [timed(args.pages) for _ in range(args.repeat)]
+    without = tuple(args.without)
+    times = [timed(args.pages, without) for _ in range(args.repeat)]
     print(f"The add-on's work per page of an all-304 re-crawl ({args.pages} pages, SQLite):")
     print("| rounds | min µs | median µs |\n|---:|---:|---:|")
     print(f"| {args.repeat} | {min(times):.1f} | {statistics.median(times):.1f} |")
     if args.profile:
         with tempfile.TemporaryDirectory() as tmp:
-            bench = Round(args.pages, Path(tmp))
+            bench = Round(args.pages, Path(tmp), without)
             profiler = cProfile.Profile()
             profiler.runcall(bench.run)
             bench.close()

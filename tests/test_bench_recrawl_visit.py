@@ -24,3 +24,14 @@ def test_every_page_is_handed_out_checked_and_recorded_once(tmp_path: Path) -> N
 
 def test_a_round_is_timed_per_page() -> None:
     assert timed(20) > 0
+
+
+def test_a_part_switched_off_is_left_out_of_the_round(tmp_path: Path) -> None:
+    """``--without``: the pages are handed out and recorded all the same, with no visit
+    log written and no provider signals taken."""
+    bench = Round(30, tmp_path, ("visit-log", "provider-signals"))
+    assert (bench.log, bench.providers) == (None, None)
+    assert bench.run() == 30
+    assert bench.crawler.stats.get_value("fresh/not_modified") == 30
+    bench.close()
+    assert not (tmp_path / "visits.jsonl").exists()

@@ -15,7 +15,6 @@ directory, like :setting:`FRESH_SQLITE_PATH`). ``scrapy-fresh report`` reads it.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import time
@@ -29,6 +28,7 @@ from scrapy_fresh import default_settings
 from scrapy_fresh.config import flag
 from scrapy_fresh.crawl.runtime import FreshRuntime, header_items
 from scrapy_fresh.crawl.stores import resolve_sqlite_path
+from scrapy_fresh.jsontext import compact_encoder
 from scrapy_fresh.store.base import CommitHookStore
 
 if TYPE_CHECKING:
@@ -46,8 +46,8 @@ __all__ = ["VisitLog", "resolve_visit_log_path", "wire_bytes"]
 
 logger = logging.getLogger(__name__)
 
-#: One encoder for every line (``json.dumps`` with separators builds one per call).
-_encode = json.JSONEncoder(separators=(",", ":")).encode
+#: One encoder for every line (``json.dumps`` builds one per call).
+_encode = compact_encoder()
 
 
 def resolve_visit_log_path(path: str) -> str:
@@ -113,7 +113,7 @@ class VisitLog:
             self._file.write(_encode(event) + "\n")
             if not self._batched:
                 self._file.flush()
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
             logger.warning(
                 "scrapy_fresh visit log %(path)s: %(exc)s", {"path": self.path, "exc": exc}
             )

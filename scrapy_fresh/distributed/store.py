@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy_fresh.distributed import _lua as lua
 from scrapy_fresh.exceptions import StoreError
+from scrapy_fresh.jsontext import compact_encoder
 from scrapy_fresh.store._checks import (
     check_host,
     check_key,
@@ -125,7 +126,7 @@ _SCALAR_DEFAULTS = [(n, _SHORT[n], d, type(d)) for n, d in _DEFAULTS.items() if 
                     ("provider", "past_updates", "future_updates", "request",
                      "field_hashes", "kept_items")]  # fmt: skip
 
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
+_dumps = compact_encoder(ensure_ascii=False)
 _loads = json.loads
 _new_object = object.__new__
 

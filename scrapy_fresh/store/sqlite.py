@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scrapy_fresh.exceptions import SchemaVersionError, StoreError
+from scrapy_fresh.jsontext import compact_encoder
 from scrapy_fresh.store._checks import (
     check_host,
     check_key,
@@ -280,7 +281,7 @@ _MIGRATIONS: dict[int, tuple[str | Callable[[sqlite3.Connection], None], ...]] =
     6: ("DROP INDEX pages_due", _DUE_INDEX),
 }
 
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
+_dumps = compact_encoder(ensure_ascii=False)
 _raw_decode = json.JSONDecoder().raw_decode  # our JSON has no surrounding whitespace
 _new_object = object.__new__
 

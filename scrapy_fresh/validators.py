@@ -251,8 +251,13 @@ class HostChecks:
     check_full_bytes: int = 0
 
     def counts(self) -> dict[str, int]:
-        """The counters as a JSON-safe dict (``lying`` as 0 or 1); once per visit."""
-        return {name: int(getattr(self, name)) for name in _COUNT_NAMES}
+        """The counters as a JSON-safe dict (``lying`` as 0 or 1); once per visit.
+
+        Its instance dict holds the fields alone, in their order (a dataclass's
+        ``__init__`` sets them so): copied, not read field by field."""
+        counts: dict[str, int] = self.__dict__.copy()
+        counts["lying"] = int(self.lying)
+        return counts
 
     @classmethod
     def from_counts(cls, counts: Mapping[str, int]) -> HostChecks:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator, Coroutine
 from typing import Any
 
@@ -262,7 +263,13 @@ def test_what_a_run_learned_about_a_host_holds_in_the_next(setup: Any) -> None:
 
 def test_host_checks_counts_round_trip_and_ignore_bad_values() -> None:
     checks = HostChecks(not_modified=3, ignored=2, lying=True)
-    assert HostChecks.from_counts(checks.counts()) == checks
+    counts = checks.counts()
+    assert list(counts) == [f.name for f in dataclasses.fields(HostChecks)]  # every field
+    assert counts["lying"] == 1
+    assert type(counts["lying"]) is int  # JSON-safe, not True
+    assert HostChecks.from_counts(counts) == checks
+    counts["ignored"] = 7  # a copy: the counters are not the dict's
+    assert checks.ignored == 2
     assert HostChecks.from_counts({"ignored": -1, "unknown": 5, "etag_churn": "x"}) == HostChecks()
 
 

@@ -264,3 +264,44 @@ def test_a_record_put_after_the_stores_own_direct_write_is_written_as_given(
     crawl.put(page(0, status=Status.IN_FLIGHT))
     assert crawl.counts()[Status.IN_FLIGHT] == 1
     crawl.close()
+
+
+def test_a_waiting_site_row_is_the_site_as_given_and_written_as_a_direct_write_writes_it(
+    tmp_path: Path,
+) -> None:
+    """Writing behind, a site's ``checks`` wait as a copy of the dict given and are
+    encoded when written: changing the caller's dict after ``put_site``, or the one a
+    ``get_site`` returned, changes nothing stored; the file then holds the text a store
+    writing at once writes."""
+    from scrapy_fresh.store.base import SiteState
+
+    site = SiteState("a.example", visits=3, changes=1, p_c=0.5, refresh_secs=60.0,
+                     updated_at=NOW, checks={"not_modified": 2, "lying": 0})  # fmt: skip
+    store = behind(tmp_path / "behind.sqlite")
+    store.put_site(site)
+    site.checks["not_modified"] = 99  # the visit's next counts: not given yet
+    got = store.get_site("a.example")
+    assert got is not None
+    assert got.checks == {"not_modified": 2, "lying": 0}
+    got.checks["lying"] = 1
+    again = store.get_site("a.example")
+    assert again is not None
+    assert again.checks == {"not_modified": 2, "lying": 0}
+    store.close()
+    site.checks["not_modified"] = 2
+    with SQLiteStore(tmp_path / "direct.sqlite") as direct:
+        direct.put_site(site)
+
+    def file_row(path: Path) -> tuple[object, ...]:
+        import sqlite3
+
+        with sqlite3.connect(path) as conn:
+            row = conn.execute("SELECT * FROM sites WHERE host = 'a.example'").fetchone()
+        assert row is not None
+        return tuple(row)
+
+    assert file_row(tmp_path / "behind.sqlite") == file_row(tmp_path / "direct.sqlite")
+    with SQLiteStore(tmp_path / "behind.sqlite") as reader:
+        assert reader.get_site("a.example") == SiteState(
+            "a.example", 3, 1, 0.5, 60.0, NOW, {"not_modified": 2, "lying": 0}
+        )

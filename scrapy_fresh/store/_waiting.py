@@ -2,7 +2,8 @@
 
 With ``commit_secs`` above 0 (:setting:`FRESH_COMMIT_SECS`), :class:`SQLiteStore
 <scrapy_fresh.store.sqlite.SQLiteStore>` keeps the rows of the records and sites it is
-given here, already encoded as the file holds them, and writes them all in one short
+given here, already encoded as the file holds them (but a site's ``checks``, a dict
+until written: a host's site row is given again at each visit), and writes them all in one short
 transaction once ``commit_secs`` have passed since the oldest, once ``batch_size`` are
 waiting, before any call that reads or writes the file some other way, on ``flush()``
 and on ``close()``. Its own reads see them (read-your-writes); the file's write lock is

@@ -288,10 +288,20 @@ _new_object = object.__new__
 
 def _site(row: tuple[Any, ...]) -> SiteState:
     host, visits, changes, p_c, refresh_secs, updated_at, checks = row
-    return SiteState(
-        host, visits, changes, p_c, refresh_secs, updated_at,
-        _raw_decode(checks)[0] if checks else {},
-    )  # fmt: skip
+    if type(checks) is dict:  # a waiting row's (see _file_site_row)
+        return SiteState(host, visits, changes, p_c, refresh_secs, updated_at, dict(checks))
+    decoded = _raw_decode(checks)[0] if checks else {}
+    return SiteState(host, visits, changes, p_c, refresh_secs, updated_at, decoded)
+
+
+def _file_site_row(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A site row as the file holds it: a waiting row keeps its ``checks`` as a dict
+    (a copy) and is encoded here, once per write of the waiting rows rather than at
+    every visit of the host (a visit's site write is the latest of many)."""
+    checks = row[6]
+    if type(checks) is not dict:
+        return row
+    return (*row[:6], _dumps(checks))
 
 
 def _doc_id(rows: dict[bytes, tuple[Any, ...]], blob: bytes) -> int | None:
@@ -722,7 +732,7 @@ class SQLiteStore(ClosingStore):
             # and the upsert kept its doc id)
             exact = waiting.exact_rows(rows, new_ok=not changed) if written == len(rows) else {}
             if waiting.sites:
-                conn.executemany(_REPLACE_SITES, list(waiting.sites.values()))
+                conn.executemany(_REPLACE_SITES, list(map(_file_site_row, waiting.sites.values())))
             if savepoint:
                 conn.execute("RELEASE fresh_waiting")
             elif not self._grouped:
@@ -1398,14 +1408,16 @@ class SQLiteStore(ClosingStore):
     def put_site(self, site: SiteState) -> None:
         """Insert or replace the site record of ``site.host``."""
         check_site(site)
-        row = (site.host, site.visits, site.changes, site.p_c, site.refresh_secs,
-               site.updated_at, _dumps(site.checks) if site.checks else None)  # fmt: skip
-        if self.write_behind:
+        if self.write_behind:  # checks encoded when written (_file_site_row)
+            waiting_row = (site.host, site.visits, site.changes, site.p_c, site.refresh_secs,
+                           site.updated_at, dict(site.checks) if site.checks else None)  # fmt: skip
             with self._reading("put_site", waiting_ok=True):
                 self._waiting.noted()
-                self._waiting.sites[site.host] = row
+                self._waiting.sites[site.host] = waiting_row
             self._written_behind()
             return
+        row = (site.host, site.visits, site.changes, site.p_c, site.refresh_secs,
+               site.updated_at, _dumps(site.checks) if site.checks else None)  # fmt: skip
         with self._writing("put_site") as conn:
             conn.execute(_REPLACE_SITES, row)
             self._pending += 1

@@ -42,6 +42,7 @@ from scrapy_fresh.store._checks import (
     encode_meta,
     log_regressions,
 )
+from scrapy_fresh.store._file_keys import FileKeys
 from scrapy_fresh.store._legacy import meta_of_site
 from scrapy_fresh.store._waiting import Waiting
 from scrapy_fresh.store.base import (
@@ -462,6 +463,7 @@ class SQLiteStore(ClosingStore):
         self._grouped = 0
         self._reads_checked = 0.0  # time.monotonic() of the last _check_reads
         self._waiting = Waiting()  # write-behind rows (commit_secs > 0)
+        self._file_keys = FileKeys()  # every key of a file this store alone wrote
         #: Writes refused because they would move a record back (see ``regresses``).
         self.regressions_refused = 0
         #: Called before each commit of records (:class:`~scrapy_fresh.store.base.CommitHookStore`).
@@ -871,8 +873,10 @@ class SQLiteStore(ClosingStore):
         past = _bounded_past(s.past_updates) if s.past_updates else None
         future = _bounded_future(s.future_updates) if s.future_updates else None
         host_id = self._host_ids.get(s.host)
+        blob = bytes.fromhex(s.key)
+        self._file_keys.add(blob)  # given to be written: may be in the file from now
         return (
-            bytes.fromhex(s.key),
+            blob,
             s.url,
             self._host_id(conn, s.host) if host_id is None else host_id,
             s.doc_id or None,
@@ -959,6 +963,8 @@ class SQLiteStore(ClosingStore):
                 self._check_reads(conn)
                 row = waiting.read.get(blob)  # as the file holds it: nothing to read
             if row is None:
+                if self.write_behind and self._absent_from_file(conn, (blob,)):
+                    return None  # a new URL of a first crawl: nothing to read
                 self._reads_from(conn)
                 row = conn.execute(f"{_SELECT_PAGES} WHERE key = ?", (blob,)).fetchone()
                 if row is not None and self.write_behind:
@@ -976,6 +982,22 @@ class SQLiteStore(ClosingStore):
         self._reads_checked = now
         if conn.execute("PRAGMA data_version").fetchone()[0] != waiting.data_version:
             waiting.outdated()
+
+    def _absent_from_file(self, conn: sqlite3.Connection, blobs: Iterable[bytes]) -> set[bytes]:
+        """Of ``blobs`` (none waiting), those whose records the file surely does not hold
+        (:mod:`scrapy_fresh.store._file_keys`): known from the keys this store gave it,
+        while no other connection has written it since it was found empty."""
+        keys = self._file_keys
+        if not keys.looked:  # once: the data version first, so no write falls between
+            version = conn.execute("PRAGMA data_version").fetchone()[0]
+            keys.looked = True
+            if conn.execute("SELECT 1 FROM pages LIMIT 1").fetchone() is None:
+                waiting = self._waiting
+                keys.start(version, [*waiting.pages, *waiting.uncommitted_pages])
+        if keys.keys is None:
+            return set()
+        version = conn.execute("PRAGMA data_version").fetchone()[0]
+        return {blob for blob in blobs if keys.absent(blob, version)}
 
     def _reads_from(self, conn: sqlite3.Connection) -> None:
         """Before rows are read from the file to be remembered as merge bases (writing
@@ -998,6 +1020,9 @@ class SQLiteStore(ClosingStore):
                     out[blob.hex()] = self._decode(conn, row)
             if out:
                 blobs = [b for b in blobs if b not in waiting and b not in read]
+            if blobs and self.write_behind:
+                absent = self._absent_from_file(conn, blobs)
+                blobs = [b for b in blobs if b not in absent]
             if blobs:
                 self._reads_from(conn)
             for chunk in _chunks(blobs, _IN_CHUNK):
@@ -1186,11 +1211,12 @@ class SQLiteStore(ClosingStore):
             fresh: dict[bytes, PageState] = {}
             for state in states:
                 fresh.setdefault(bytes.fromhex(check_key(state.key)), state)
-            rows = {blob: self._encode(conn, s) for blob, s in fresh.items()}
             waiting = self._waiting.pages
-            absent = [blob for blob in rows if blob not in waiting]
+            absent = [blob for blob in fresh if blob not in waiting]
+            surely = self._absent_from_file(conn, absent)  # before they are given (_encode)
+            rows = {blob: self._encode(conn, s) for blob, s in fresh.items()}
             self._reads_from(conn)  # before they are found absent (see exact_rows)
-            stored = self._versions(conn, absent)
+            stored = self._versions(conn, [blob for blob in absent if blob not in surely])
             new = {blob: rows[blob] for blob in absent if blob not in stored}
             self._give_doc_ids(conn, new, new.keys())
         self._written_behind()

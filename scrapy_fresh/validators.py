@@ -255,6 +255,8 @@ class HostChecks:
 
         Its instance dict holds the fields alone, in their order (a dataclass's
         ``__init__`` sets them so): copied, not read field by field."""
+        if type(self) is not HostChecks:  # a subclass's dict may hold more than the counters
+            return {name: int(getattr(self, name)) for name in _COUNT_NAMES}
         counts: dict[str, int] = self.__dict__.copy()
         counts["lying"] = int(self.lying)
         return counts

@@ -988,7 +988,10 @@ class SQLiteStore(ClosingStore):
         (:mod:`scrapy_fresh.store._file_keys`): known from the keys this store gave it,
         while no other connection has written it since it was found empty."""
         keys = self._file_keys
-        if not keys.looked:  # once: the data version first, so no write falls between
+        if not keys.looked:
+            if conn.in_transaction:  # its own uncommitted delete may yet be rolled back
+                return set()  # (data_version would not tell): look outside one
+            # once: the data version first, so that no other write falls in between
             version = conn.execute("PRAGMA data_version").fetchone()[0]
             keys.looked = True
             if conn.execute("SELECT 1 FROM pages LIMIT 1").fetchone() is None:
@@ -1213,9 +1216,9 @@ class SQLiteStore(ClosingStore):
                 fresh.setdefault(bytes.fromhex(check_key(state.key)), state)
             waiting = self._waiting.pages
             absent = [blob for blob in fresh if blob not in waiting]
+            self._reads_from(conn)  # before they are found absent (see exact_rows)
             surely = self._absent_from_file(conn, absent)  # before they are given (_encode)
             rows = {blob: self._encode(conn, s) for blob, s in fresh.items()}
-            self._reads_from(conn)  # before they are found absent (see exact_rows)
             stored = self._versions(conn, [blob for blob in absent if blob not in surely])
             new = {blob: rows[blob] for blob in absent if blob not in stored}
             self._give_doc_ids(conn, new, new.keys())

@@ -20,10 +20,17 @@ Usage::
     python bench/recrawl_visit.py                 # 3,000 pages, 5 rounds
     python bench/recrawl_visit.py --profile 25    # and the 25 costliest functions
     python bench/recrawl_visit.py --without visit-log   # a part switched off
+    python bench/recrawl_visit.py --callgrind     # instructions per 304 (valgrind)
 
 Prints microseconds per page (min and median of the rounds, each on a new store) and,
 with ``--profile``, a cProfile of one more round by own time (cProfile inflates small
 calls: use it to find where, this table for how much).
+
+``--callgrind`` instead counts instructions, which do not move with the machine's load:
+two runs under ``valgrind --tool=callgrind`` of a store of ``2 x --pages`` due records
+(default 1,000), one handing out and recording ``--pages`` of them and one all of them;
+the difference over ``--pages`` is one 304's instructions, without the start-up, the
+store's seeding and its close (about 4 minutes on 2 cores).
 """
 
 from __future__ import annotations
@@ -31,8 +38,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import os
 import pstats
+import re
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -195,17 +205,63 @@ def timed(pages: int, without: tuple[str, ...] = ()) -> float:
     return elapsed / n * 1e6
 
 
+def counted_pages(seeded: int, pages: int, without: tuple[str, ...]) -> None:
+    """The body of one callgrind run: ``pages`` of a store of ``seeded`` due records
+    handed out and recorded (the round is not closed: no flush of its last rows)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        bench = Round(seeded, Path(tmp), without)
+        for _ in range(pages):
+            if not bench.one():
+                raise RuntimeError(f"fewer than {pages} pages were handed out")
+
+
+def instructions(pages: int, without: tuple[str, ...]) -> float:
+    """Instructions per 304: a callgrind run handing out ``2 * pages`` pages less one
+    handing out ``pages``, both of a store of ``2 * pages`` records, over ``pages``."""
+    seeded = 2 * pages
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = []
+        for n in (pages, seeded):
+            command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp}/{n}.out",
+                       sys.executable, __file__, "--counted-run", str(seeded), str(n),
+                       *(f"--without={part}" for part in without)]  # fmt: skip
+            env = {**os.environ, "PYTHONHASHSEED": "0"}
+            runs.append(subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True))
+        totals = []
+        for run in runs:
+            _, err = run.communicate()
+            found = re.search(r"Collected : (\d+)", err)
+            if run.returncode or found is None:
+                raise RuntimeError(f"callgrind run failed: {err[-2000:]}")
+            totals.append(int(found.group(1)))
+    return (totals[1] - totals[0]) / pages
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--pages", type=int, default=3000)
+    parser.add_argument("--pages", type=int, default=None, help="3,000 (1,000 with --callgrind)")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--profile", type=int, default=0, metavar="ROWS")
     parser.add_argument(
         "--without", action="append", choices=sorted(PARTS), default=[],
         help="switch a part off (repeatable): what it costs is the difference",
     )  # fmt: skip
+    parser.add_argument(
+        "--callgrind", action="store_true", help="count instructions per 304 instead"
+    )
+    parser.add_argument("--counted-run", nargs=2, type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     without = tuple(args.without)
+    if args.counted_run:
+        counted_pages(*args.counted_run, without)
+        return
+    if args.callgrind:
+        pages = args.pages or 1000
+        per_page = instructions(pages, without)
+        print(f"Instructions per 304 of an all-304 re-crawl ({pages} pages, SQLite), "
+              f"without {', '.join(without) or 'nothing'}: {per_page / 1e6:.3f} M")  # fmt: skip
+        return
+    args.pages = args.pages or 3000
     times = [timed(args.pages, without) for _ in range(args.repeat)]
     print(f"The add-on's work per page of an all-304 re-crawl ({args.pages} pages, SQLite):")
     print("| rounds | min µs | median µs |\n|---:|---:|---:|")

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from bench.recrawl_visit import Round, timed
 
 
@@ -35,3 +37,13 @@ def test_a_part_switched_off_is_left_out_of_the_round(tmp_path: Path) -> None:
     assert bench.crawler.stats.get_value("fresh/not_modified") == 30
     bench.close()
     assert not (tmp_path / "visits.jsonl").exists()
+
+
+def test_a_counted_run_hands_out_the_pages_asked_and_no_more() -> None:
+    """``--callgrind``'s runs: ``pages`` of a bigger store, else it says so."""
+    from bench.recrawl_visit import counted_pages
+
+    counted_pages(20, 10, ())
+    counted_pages(20, 20, ("visit-log",))
+    with pytest.raises(RuntimeError, match="fewer than 21 pages"):
+        counted_pages(20, 21, ())

@@ -1217,7 +1217,8 @@ class SQLiteStore(ClosingStore):
             waiting = self._waiting.pages
             absent = [blob for blob in fresh if blob not in waiting]
             self._reads_from(conn)  # before they are found absent (see exact_rows)
-            surely = self._absent_from_file(conn, absent)  # before they are given (_encode)
+            # before they are given (_encode), which makes them possibly in the file
+            surely = self._absent_from_file(conn, absent) if absent else set()
             rows = {blob: self._encode(conn, s) for blob, s in fresh.items()}
             stored = self._versions(conn, [blob for blob in absent if blob not in surely])
             new = {blob: rows[blob] for blob in absent if blob not in stored}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import sqlite3
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import pytest
@@ -15,16 +16,22 @@ from scrapy_fresh.exceptions import StoreError
 from scrapy_fresh.store.base import SiteState
 from scrapy_fresh.store.sqlite import SQLiteStore
 from tests.store_contract import page
-from tests.test_sqlite_row_memory import _page_reads, seed
+from tests.test_sqlite_row_memory import seed
 from tests.test_writebehind_adversarial import NOW, _CommitFails, behind, operator, visited
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from pathlib import Path
 
 
-def _file_keys_started(store: SQLiteStore) -> bool:
-    fk = getattr(store, "_file_keys", None)
-    return fk is not None and fk.keys is not None
+@contextmanager
+def found_empty(path: Path) -> Iterator[SQLiteStore]:
+    """A crawl's store (writing behind) on a new file, once its first lookup found the
+    file empty: its key set answers from then on (else an attack proves nothing)."""
+    with behind(path) as crawl:
+        assert crawl.get(page(0).key) is None
+        assert crawl._file_keys.keys is not None
+        yield crawl
 
 
 # --------------------------------------------------------------------------------------
@@ -83,15 +90,14 @@ def test_a_delete_rolled_back_then_written_out_does_not_clobber(tmp_path: Path) 
 # B. Another connection commits between the absence answer (PRAGMA data_version in
 #    _absent_from_file) and the data_version _reads_from takes for the write-out.
 #    The commit is timed with a trace callback on the crawl's connection: it fires when
-#    _encode looks up the host (after the absence check in the new code, before
-#    everything in the old code). The other connection is real.
+#    _encode looks up the host, after the absence check. The other connection is real.
 # --------------------------------------------------------------------------------------
 
 
 def test_writeout_after_race_keeps_the_files_doc_id(tmp_path: Path) -> None:
     """Another connection adds the record between the absence answer and the data_version
     _reads_from takes. (That add_many then reports it added is the same race as a commit
-    just after the old SELECT: not asserted.) Once written out, get must answer the
+    just after a SELECT of the file would be: not asserted.) Once written out, get must answer the
     file's row: the write-out must see the other commit and not keep its own row (doc id
     2) as the file's (the file kept doc id 1)."""
     path = tmp_path / "state.sqlite"
@@ -99,6 +105,7 @@ def test_writeout_after_race_keeps_the_files_doc_id(tmp_path: Path) -> None:
     other = SQLiteStore(path)
     try:
         assert crawl.get(page(0).key) is None
+        assert crawl._file_keys.keys is not None  # found empty: the set answers
         fired: list[str] = []
 
         def trace(sql: str) -> None:
@@ -128,11 +135,7 @@ def test_writeout_after_race_keeps_the_files_doc_id(tmp_path: Path) -> None:
 
 def test_a_second_store_in_the_same_process_is_seen(tmp_path: Path) -> None:
     path = tmp_path / "state.sqlite"
-    a = behind(path)
-    b = behind(path)
-    try:
-        assert a.get(page(0).key) is None
-        assert b.get(page(0).key) is None
+    with found_empty(path) as a, found_empty(path) as b:
         assert a.add_many([page(1)]) == [page(1).key]
         assert b.add_many([page(2)]) == [page(2).key]
         a.flush()
@@ -141,64 +144,46 @@ def test_a_second_store_in_the_same_process_is_seen(tmp_path: Path) -> None:
         b.flush()
         assert a.get(page(2).key) is not None
         assert a.get_many([page(2).key, page(1).key]).keys() == {page(1).key, page(2).key}
-    finally:
-        a.close()
-        b.close()
 
 
 def test_a_checkpoint_and_truncate_after_another_write_is_seen(tmp_path: Path) -> None:
     path = tmp_path / "state.sqlite"
-    crawl = behind(path)
-    try:
-        assert crawl.get(page(0).key) is None
+    with found_empty(path) as crawl:
         raw = sqlite3.connect(path, isolation_level=None)
         with SQLiteStore(path) as other:
             other.add_many([page(1)])
         raw.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
         raw.close()
         assert crawl.get(page(1).key) is not None
-    finally:
-        crawl.close()
 
 
 def test_another_process_notify_is_seen(tmp_path: Path) -> None:
     path = tmp_path / "state.sqlite"
-    crawl = behind(path)
-    try:
-        assert crawl.get(page(0).key) is None
+    with found_empty(path) as crawl:
         done = operator("notify", page(1).url, "--sqlite-path", str(path))
         assert done.returncode == 0, done.stderr
         assert crawl.get(page(1).key) is not None
         assert crawl.add_many([page(1)]) == []
-    finally:
-        crawl.close()
 
 
 def test_another_process_forget_then_readd(tmp_path: Path) -> None:
     path = tmp_path / "state.sqlite"
-    crawl = behind(path)
-    try:
-        assert crawl.get(page(0).key) is None
+    with found_empty(path) as crawl:
         crawl.add_many([page(1), page(2)])
         crawl.flush()
         done = operator("forget", page(1).url, "--sqlite-path", str(path))
+        assert done.returncode == 0, done.stderr
         crawl.put(visited(9, 1, NOW))  # a write-out sees the other process's write
         crawl.flush()
-        # whatever forget did, get must agree with the file
-        with SQLiteStore(path) as other:
-            in_file = other.get_many([page(1).key, page(2).key])
-        assert crawl.get_many([page(1).key, page(2).key]).keys() == in_file.keys(), done.stderr
-        assert crawl.add_many([page(1)]) == ([page(1).key] if page(1).key not in in_file else [])
-    finally:
-        crawl.close()
+        assert crawl.get_many([page(1).key, page(2).key]).keys() == {page(2).key}
+        assert crawl.add_many([page(1)]) == [page(1).key]
 
 
 def test_found_empty_inside_a_group_whose_rows_wait(tmp_path: Path) -> None:
     """Rows wait, a group writes them into its transaction, the first lookup is there;
     the commit fails: the rows wait still and are found, and written later."""
     path = tmp_path / "state.sqlite"
-    crawl = _CommitFails(path, batch_size=10_000, commit_secs=3600.0)
-    try:
+    with _CommitFails(path, batch_size=10_000, commit_secs=3600.0) as crawl:
         crawl.add_many([page(1)])
         crawl.fail_next = True
         with pytest.raises(StoreError), crawl.grouped():  # noqa: PT012
@@ -209,15 +194,13 @@ def test_found_empty_inside_a_group_whose_rows_wait(tmp_path: Path) -> None:
         assert crawl.get(page(1).key) is not None
         with SQLiteStore(path) as other:
             assert other.get(page(1).key) is not None
-    finally:
-        crawl.close()
 
 
 def test_a_rolled_back_add_then_readd(tmp_path: Path) -> None:
     path = tmp_path / "state.sqlite"
-    crawl = _CommitFails(path, batch_size=10_000, commit_secs=3600.0)
-    try:
+    with _CommitFails(path, batch_size=10_000, commit_secs=3600.0) as crawl:
         assert crawl.get(page(0).key) is None
+        assert crawl._file_keys.keys is not None
         crawl.fail_next = True
         with pytest.raises(StoreError), crawl.grouped():  # noqa: PT012
             crawl.add_many([page(1)])
@@ -225,29 +208,19 @@ def test_a_rolled_back_add_then_readd(tmp_path: Path) -> None:
         assert crawl.get(page(1).key) is not None  # still waiting
         crawl.flush()
         assert crawl.add_many([page(1)]) == []
-    finally:
-        crawl.close()
 
 
 def test_reopen_after_own_writes(tmp_path: Path) -> None:
     path = tmp_path / "state.sqlite"
-    crawl = behind(path)
-    assert crawl.get(page(0).key) is None
-    crawl.add_many([page(1)])
-    crawl.close()
-    crawl = behind(path)
-    try:
+    with found_empty(path) as crawl:
+        crawl.add_many([page(1)])
+    with behind(path) as crawl:
         assert crawl.get(page(1).key) is not None
-        assert not _file_keys_started(crawl)
-    finally:
-        crawl.close()
+        assert crawl._file_keys.keys is None  # the file holds a record: no set
 
 
 def test_own_delete_then_readd(tmp_path: Path) -> None:
-    path = tmp_path / "state.sqlite"
-    crawl = behind(path)
-    try:
-        assert crawl.get(page(0).key) is None
+    with found_empty(tmp_path / "state.sqlite") as crawl:
         crawl.add_many([page(1)])
         crawl.flush()
         assert crawl.delete(page(1).key)
@@ -255,62 +228,31 @@ def test_own_delete_then_readd(tmp_path: Path) -> None:
         assert crawl.add_many([page(1)]) == [page(1).key]
         crawl.flush()
         assert crawl.get(page(1).key) is not None
-    finally:
-        crawl.close()
 
 
 def test_mark_release_make_due_keep_records_found(tmp_path: Path) -> None:
-    path = tmp_path / "state.sqlite"
-    crawl = behind(path)
-    try:
-        assert crawl.get(page(0).key) is None
+    with found_empty(tmp_path / "state.sqlite") as crawl:
         crawl.add_many([page(1), page(2)])
         crawl.flush()
         crawl.mark_in_flight([page(1).key], NOW)
         assert crawl.release_in_flight() == 1
         crawl.make_due([page(2).key], NOW)
         assert crawl.get_many([page(1).key, page(2).key]).keys() == {page(1).key, page(2).key}
-    finally:
-        crawl.close()
 
 
 def test_a_new_record_naming_its_doc_id_is_found(tmp_path: Path) -> None:
-    path = tmp_path / "state.sqlite"
-    crawl = behind(path)
-    try:
-        assert crawl.get(page(0).key) is None
-        crawl.put(page(1, doc_id=77))  # written directly (only the file can check it)
+    """Records that name their doc id are written directly (only the file can check
+    it), not behind: their keys are given all the same."""
+    with found_empty(tmp_path / "state.sqlite") as crawl:
+        crawl.put(page(1, doc_id=77))
         crawl.add_many([page(2, doc_id=78)])
         assert crawl.get(page(1).key) is not None
         assert crawl.get(page(2).key) is not None
-        assert _page_reads(crawl) == []
-    finally:
-        crawl.close()
 
 
 # --------------------------------------------------------------------------------------
-# D. 9cb099b: waiting site checks
+# D. HostChecks.counts, saved as a site's checks
 # --------------------------------------------------------------------------------------
-
-
-def test_waiting_site_checks_are_a_snapshot(tmp_path: Path) -> None:
-    path = tmp_path / "state.sqlite"
-    crawl = behind(path)
-    try:
-        site = SiteState("example.com", checks={"not_modified": 1})
-        crawl.put_site(site)
-        site.checks["not_modified"] = 99  # the caller's dict changes after the put
-        got = crawl.get_site("example.com")
-        assert got is not None
-        assert got.checks == {"not_modified": 1}
-        got.checks["not_modified"] = 55  # the copy read back changes
-        crawl.flush()
-        with SQLiteStore(path) as other:
-            stored = other.get_site("example.com")
-        assert stored is not None
-        assert stored.checks == {"not_modified": 1}
-    finally:
-        crawl.close()
 
 
 def test_host_checks_counts_of_a_subclass_are_the_counters() -> None:

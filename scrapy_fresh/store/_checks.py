@@ -12,6 +12,7 @@ import re
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
+from scrapy_fresh.jsontext import compact_encoder
 from scrapy_fresh.store.base import DUE_STATUSES, Provider, Status
 
 if TYPE_CHECKING:
@@ -80,9 +81,8 @@ def check_host(host: str) -> str:
 
 
 _NAMESPACE_RE = re.compile(r"[a-z0-9_.-]{1,64}")
-_encode_meta = json.JSONEncoder(
-    ensure_ascii=False, separators=(",", ":"), sort_keys=True, allow_nan=False
-).encode
+# (of copy_json's copy: a value that holds itself fails there, not here)
+_encode_meta = compact_encoder(ensure_ascii=False, sort_keys=True, allow_nan=False)
 
 
 def check_meta_name(namespace: str, key: str) -> None:

@@ -7,7 +7,7 @@ record the first time the store looks one up (writing behind), the store starts 
 :class:`FileKeys`: from then every key it is given to write is added, and a key not in
 the set is not in the file as long as no other connection has committed to it since
 (``PRAGMA data_version``, read at each such answer: a cheaper statement than the
-``SELECT``, and as current). Once another connection has written the file the set is
+``SELECT``, and as current; ``tests/test_sqlite_file_keys.py``). Once another connection has written the file the set is
 dropped for good, and past :data:`KEYS_MAX` keys too: the store reads the file again,
 as before. A key in the set may be absent from the file (a write rolled back, a record
 deleted): that costs the ``SELECT``, never a wrong answer.
@@ -41,7 +41,6 @@ class FileKeys:
     def start(self, version: int, given: Iterable[bytes]) -> None:
         """The file held no record at ``version``; ``given`` are the keys given to be
         written that it does not hold yet (waiting rows)."""
-        self.looked = True
         self.keys = set(given)
         self.version = version
 

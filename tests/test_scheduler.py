@@ -419,3 +419,39 @@ def test_cycle_lookahead_is_half_the_measured_time_between_runs(harness, known):
     assert run["period"] == pytest.approx(6 * 3600)
     assert run["started_at"] == now
     assert list(second.runtime.store.sites()) == []  # not a site record
+
+
+def test_one_signal_receiver_calls_every_download_listener(
+    harness: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Scrapy's ``response_downloaded``, sent as the downloader sends it, reaches the
+    scheduler (a Retry-After backs the host off) and the watch on unreachable hosts
+    through the runtime's one receiver; a listener that raises is logged and the others
+    still run."""
+    from pydispatch import dispatcher
+    from scrapy.http import Response
+
+    from scrapy_fresh.crawl.middlewares import FreshReachabilityMiddleware
+
+    h = harness({"FRESH_UNREACHABLE_ATTEMPTS": 2})
+    FreshReachabilityMiddleware.from_crawler(h.crawler)
+    receivers = dispatcher.getReceivers(h.crawler.signals.sender, signals.response_downloaded)
+    assert len(receivers) == 1  # the runtime's, whatever the number of listeners
+
+    def broken(response: Any, request: Any) -> None:
+        raise ValueError("a broken listener")
+
+    h.runtime.download_listeners.insert(0, broken)
+    for n in range(2):
+        h.scheduler.enqueue_request(Request(f"http://a.example/{n}"))
+    first = h.scheduler.next_request()
+    assert first is not None
+    assert h.runtime.reachability.failed("a.example") is None  # one attempt unanswered
+    response = Response(first.url, status=503, headers={"Retry-After": "30"})
+    h.crawler.signals.send_catch_log(
+        signal=signals.response_downloaded, response=response, request=first, spider=None
+    )
+    assert h.stat("fresh/backoffs") == 1  # the scheduler heard it after the broken one
+    assert h.runtime.reachability.failed("a.example") is None  # the count started again
+    assert h.scheduler.next_request() is None
+    assert "a broken listener" in caplog.text

@@ -131,7 +131,8 @@ class _FreshComponent:
 
 class FreshReachabilityMiddleware(_FreshComponent):
     """Watch every download attempt for a host that gives no answer
-    (:mod:`scrapy_fresh.crawl.reachability`): a response of the host resets its count,
+    (:mod:`scrapy_fresh.crawl.reachability`): a response of the host resets its count
+    (a download listener of the runtime, not ``process_response``: it costs less),
     an attempt that could not connect, found no DNS answer or timed out adds one.
 
     Enable it above ``RetryMiddleware`` (550), so that it sees the attempts Scrapy
@@ -145,12 +146,14 @@ class FreshReachabilityMiddleware(_FreshComponent):
         component = super().from_crawler(crawler)
         if not component.runtime.config.unreachable_attempts:
             raise NotConfigured("FRESH_UNREACHABLE_ATTEMPTS is 0.")
+        component.runtime.download_listeners.append(component._downloaded)
         return component
 
-    def process_response(self, request: Request, response: Response) -> Response:
+    def _downloaded(self, response: Response, request: Request) -> None:
+        """A response of the host (Scrapy's ``response_downloaded``: every answer, a
+        redirect's or a retried error's too, never a cached copy) resets its count."""
         if not is_robots_request(request):
             self.runtime.reachability.answered(url_host(request.url))
-        return response
 
     def process_exception(self, request: Request, exception: Exception) -> None:
         if isinstance(exception, UNREACHABLE_ERRORS) and not is_robots_request(request):

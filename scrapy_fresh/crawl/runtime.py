@@ -18,6 +18,7 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from scrapy import signals
 from scrapy.http.headers import Headers
 from scrapy.statscollectors import MemoryStatsCollector, StatsCollector
 
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 
     from scrapy import Request
     from scrapy.crawler import Crawler
+    from scrapy.http import Response
 
 __all__ = ["FreshRuntime", "Lease", "header", "header_items"]
 
@@ -207,6 +209,12 @@ class FreshRuntime:
         self.visit_amenders: list[
             Callable[[PageState, Outcome, float, Mapping[str, str | None]], None]
         ] = []
+        #: Called with (response, request) for each response a download handler gave
+        #: (Scrapy's ``response_downloaded``): the scheduler, the visit log, the watch on
+        #: unreachable hosts. One receiver calls them all (:meth:`_response_downloaded`):
+        #: Scrapy's signal dispatch costs more per receiver than their own work.
+        self.download_listeners: list[Callable[[Response, Request], None]] = []
+        crawler.signals.connect(self._response_downloaded, signal=signals.response_downloaded)
         #: What this crawl learns about hosts' validators (:mod:`scrapy_fresh.crawl.checks`).
         self.checks = CheckLearning(self)
         #: Writes each visit (:mod:`scrapy_fresh.crawl.visits`).
@@ -222,6 +230,19 @@ class FreshRuntime:
                 crawler, FreshConfig.from_settings(crawler.settings)
             )
         return runtime
+
+    def _response_downloaded(self, response: Response, request: Request) -> None:
+        """Scrapy's ``response_downloaded``, to each of :attr:`download_listeners`. One
+        that raises is logged as Scrapy logs a failing signal handler; the others run."""
+        for listener in list(self.download_listeners):
+            try:
+                listener(response, request)
+            except Exception:  # noqa: PERF203  # one failing listener never stops the others
+                logger.exception(
+                    "Error caught on signal handler: %(receiver)s",
+                    {"receiver": listener},
+                    extra={"spider": self.crawler.spider},
+                )
 
     # -- store -------------------------------------------------------------------------
 

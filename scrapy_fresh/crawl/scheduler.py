@@ -192,10 +192,10 @@ class FreshScheduler(BaseScheduler):
         self.runtime.records.known_listeners.append(self._resolve_known)
         self.runtime.host_listeners.append(self._release)
         self.runtime.unreachable_listeners.append(self._pause_host)
+        self.runtime.download_listeners.append(self._response_downloaded)
         signals_ = self.crawler.signals
         signals_.connect(self._spider_idle, signal=signals.spider_idle)
         signals_.connect(self._robots_parsed, signal=signals.robots_parsed)
-        signals_.connect(self._response_downloaded, signal=signals.response_downloaded)
         signals_.connect(self._request_left_downloader, signal=signals.request_left_downloader)
         self.opened_at = now
         self._commits.start()

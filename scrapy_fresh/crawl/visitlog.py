@@ -89,7 +89,6 @@ class VisitLog:
         self._batched = False
         crawler.signals.connect(self._opened, signal=signals.spider_opened)
         crawler.signals.connect(self._closed, signal=signals.spider_closed)
-        crawler.signals.connect(self._downloaded, signal=signals.response_downloaded)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -124,6 +123,7 @@ class VisitLog:
     def _opened(self) -> None:
         self.runtime = runtime = FreshRuntime.of(self.crawler)
         runtime.outcome_listeners.append(self._visited)
+        runtime.download_listeners.append(self._downloaded)
         self.path = resolve_visit_log_path(runtime.config.visit_log or self.path)
         try:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -180,7 +180,9 @@ class VisitLog:
     def _downloaded(self, response: Response, request: Request) -> None:
         self._write(
             {
-                **self._base("fetch"),
+                "e": "fetch",
+                "t": self._now(),
+                "run": self.run_id,
                 "url": request.url,
                 "method": request.method,
                 "status": response.status,

@@ -138,7 +138,7 @@ class Round:
         self.scheduler = FreshScheduler.from_crawler(crawler)
         self.scheduler.open(crawler.spider)
         self.downloader = FreshDownloaderMiddleware.from_crawler(crawler)
-        self.reachability = FreshReachabilityMiddleware.from_crawler(crawler)
+        FreshReachabilityMiddleware.from_crawler(crawler)  # a download listener
         self.providers = _optional(FreshProviderMiddleware, crawler)
         self.log = _optional(VisitLog, crawler)
         if self.log is not None:
@@ -168,9 +168,10 @@ class Round:
         etag = request.headers.get(b"If-None-Match", b"").decode()
         headers = {"ETag": etag, "Last-Modified": LAST_MODIFIED, "Date": LAST_MODIFIED}
         response = Response(request.url, status=304, headers=headers, request=request)
-        if self.log is not None:
-            self.log._downloaded(response, request)
-        self.reachability.process_response(request, response)
+        # Scrapy's response_downloaded, as the add-on's one receiver takes it: the
+        # scheduler, the visit log and the unreachable-host watch (Scrapy's dispatch, which
+        # plain Scrapy pays too, left out)
+        self.runtime._response_downloaded(response, request)
         if self.providers is not None:
             response = self.providers.process_response(request, response)
         try:

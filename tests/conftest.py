@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -218,6 +219,32 @@ class Harness:
         state = self.runtime.records.lookup(url_key(url))
         assert state is not None
         return state
+
+
+def item_pipeline(crawler: Any) -> Any:
+    """FreshItemPipeline as Scrapy builds it for ``crawler``: None when it is not built
+    (FRESH_DROP_UNCHANGED_ITEMS False). Build it before the spider middleware judges."""
+    from scrapy.exceptions import NotConfigured
+
+    from scrapy_fresh.crawl.pipelines import FreshItemPipeline
+
+    try:
+        return FreshItemPipeline.from_crawler(crawler)
+    except NotConfigured:
+        return None
+
+
+def items_passed(pipeline: Any, items: list[Any]) -> list[Any]:
+    """The items ``pipeline`` (:func:`item_pipeline`) lets through: all without one."""
+    from scrapy.exceptions import DropItem
+
+    if pipeline is None:
+        return list(items)
+    kept = []
+    for item in items:
+        with contextlib.suppress(DropItem):
+            kept.append(pipeline.process_item(item))
+    return kept
 
 
 def known_record(

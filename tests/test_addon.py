@@ -81,12 +81,19 @@ def test_addon_stack_equals_manual_stack() -> None:
         == spider_names.index("HttpErrorMiddleware") - 1
     )
     assert "PageGoneMiddleware" not in spider_names  # FreshSpiderMiddleware sends them
-    assert pipelines == [FreshItemPipeline]
+    assert pipelines == []  # nothing to drop (FRESH_DROP_UNCHANGED_ITEMS False): not built
     names = [c.__name__ for c in downloader]
     # Between UserAgentMiddleware (500) and RetryMiddleware (550): sees final answers only.
     assert names.index("FreshDownloaderMiddleware") == names.index("RetryMiddleware") - 1
     # Just above RetryMiddleware: sees every attempt, the retried ones too.
     assert names.index("FreshReachabilityMiddleware") == names.index("RetryMiddleware") + 1
+
+
+def test_the_pipeline_is_built_when_unchanged_items_are_to_be_dropped() -> None:
+    drop = {"FRESH_DROP_UNCHANGED_ITEMS": True}
+    addon = _stack({"ADDONS": {"scrapy_fresh.Addon": 0}, **drop})
+    assert addon == _stack({**MANUAL, **drop})
+    assert addon[3] == [FreshItemPipeline]
 
 
 def test_manual_setup_is_the_documented_one() -> None:

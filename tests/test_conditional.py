@@ -177,7 +177,7 @@ def test_per_response_etags_are_not_trusted_after_a_while() -> None:
 
 
 def test_spider_middleware_judges_the_items_once(setup: Any) -> None:
-    h, request, _, spider_mw = setup()
+    h, request, _, spider_mw = setup({"FRESH_DROP_UNCHANGED_ITEMS": True})
     pipeline = FreshItemPipeline.from_crawler(h.crawler)
     item = {"title": "Ducks", "text": "A brand new story about geese. " * 30}
     follow = Request("http://a.example/next")
@@ -188,6 +188,21 @@ def test_spider_middleware_judges_the_items_once(setup: Any) -> None:
     assert request.meta["fresh_outcome"] == "changed"
     assert h.stat("fresh/changed") == 1
     assert pipeline.process_item(item) is item
+
+
+def test_with_no_item_to_drop_the_pipeline_is_not_built_nor_fed(setup: Any) -> None:
+    """FRESH_DROP_UNCHANGED_ITEMS False (the default): Scrapy leaves the pipeline out,
+    and the spider middleware keeps no verdict per item for it."""
+    from scrapy.exceptions import NotConfigured
+
+    h, request, _, spider_mw = setup()
+    with pytest.raises(NotConfigured, match="FRESH_DROP_UNCHANGED_ITEMS"):
+        FreshItemPipeline.from_crawler(h.crawler)
+    item = {"title": "Ducks", "text": "A brand new story about geese. " * 30}
+    response = _response(request, 200, HTML % (TEXT, ""))
+    assert collect(spider_mw.process_spider_output(response, _aiter([item]))) == [item]
+    assert item["fresh_changed"] is True
+    assert h.runtime.item_outcomes == {}
 
 
 def test_pages_without_items_are_judged_from_the_html(setup: Any) -> None:

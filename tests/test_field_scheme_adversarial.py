@@ -10,19 +10,16 @@ again. Each run visits one product page whose callback yields the given items.
 
 from __future__ import annotations
 
-import contextlib
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 from scrapy import Spider
-from scrapy.exceptions import DropItem
 from scrapy.http import HtmlResponse, Request
 from scrapy.utils.test import get_crawler
 
 from scrapy_fresh.crawl.middlewares import FreshSpiderMiddleware
-from scrapy_fresh.crawl.pipelines import FreshItemPipeline
 from scrapy_fresh.crawl.schemes import FIELD_SCHEME_NAMESPACE, FieldSchemes
 from scrapy_fresh.fingerprint import itemfields
 from scrapy_fresh.fingerprint.itemfields import (
@@ -34,7 +31,7 @@ from scrapy_fresh.fingerprint.itemfields import (
 from scrapy_fresh.keys import url_key
 from scrapy_fresh.store.base import PageState
 from scrapy_fresh.store.sqlite import SQLiteStore
-from tests.conftest import HARNESS_NOW, known_record
+from tests.conftest import HARNESS_NOW, item_pipeline, items_passed, known_record
 from tests.test_itemfields import _run
 
 URL = "http://shop.example/catalog"
@@ -104,7 +101,7 @@ class Runs:
         scheduler = FreshScheduler.from_crawler(crawler)
         scheduler.open(crawler.spider)
         try:
-            pipeline = FreshItemPipeline.from_crawler(crawler)
+            pipeline = item_pipeline(crawler)
             mw = FreshSpiderMiddleware.from_crawler(crawler)
             requests = []
             while (request := scheduler.next_request()) is not None:
@@ -113,10 +110,7 @@ class Runs:
             request.meta.update(meta or {})
             out = _run(mw, HtmlResponse(URL, body=HTML, request=request),
                           [dict(i) for i in items])  # fmt: skip
-            kept = []
-            for item in out:
-                with contextlib.suppress(DropItem):
-                    kept.append(pipeline.process_item(item))
+            kept = items_passed(pipeline, out)
             self.last = runtime.store.get(url_key(URL))
             return Visit(out, kept, request, crawler.stats)
         finally:

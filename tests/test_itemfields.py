@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import contextlib
 import re
 from typing import Any, ClassVar
 
 import pytest
 from scrapy import Spider
-from scrapy.exceptions import DropItem
 from scrapy.http import HtmlResponse, Response
 from scrapy.settings import Settings
 
 from scrapy_fresh.config import FreshConfig
 from scrapy_fresh.crawl.middlewares import FreshSpiderMiddleware
-from scrapy_fresh.crawl.pipelines import FreshItemPipeline
 from scrapy_fresh.exceptions import ConfigError
 from scrapy_fresh.fingerprint.itemfields import (
     FieldRule,
@@ -29,6 +26,7 @@ from scrapy_fresh.fingerprint.shingles import fingerprint_html, fingerprint_text
 from scrapy_fresh.fingerprint.verdict import PageContent, judge
 from scrapy_fresh.store.base import PageState
 from scrapy_fresh.validators import Check
+from tests.conftest import item_pipeline, items_passed
 
 URL = "http://shop.example/p/1"
 HTML = b"<html><body><h1>Mug</h1><aside>rendered in 12 ms</aside></body></html>"
@@ -298,16 +296,12 @@ def visit(harness: Any, known: Any) -> Any:
             field_hashes=[item_hashes(i, config.fingerprint_fields, field_rules) for i in before],
         )
         h = harness(settings, records=[record])
-        pipeline = FreshItemPipeline.from_crawler(h.crawler)
+        pipeline = item_pipeline(h.crawler)
         mw = FreshSpiderMiddleware.from_crawler(h.crawler)
         (request,) = h.drain()
         request.meta.update(meta or {})
         items = _run(mw, HtmlResponse(URL, body=HTML, request=request), [dict(i) for i in now])
-        kept = []
-        for item in items:
-            with contextlib.suppress(DropItem):
-                kept.append(pipeline.process_item(item))
-        return h, items, kept, request
+        return h, items, items_passed(pipeline, items), request
 
     return make
 

@@ -455,3 +455,32 @@ def test_one_signal_receiver_calls_every_download_listener(
     assert h.runtime.reachability.failed("a.example") is None  # the count started again
     assert h.scheduler.next_request() is None
     assert "a broken listener" in caplog.text
+
+
+def test_request_left_downloader_is_heard_only_while_a_host_waits(harness: Any) -> None:
+    """With ROBOTSTXT_OBEY, a host's first request goes out alone; a download error of it
+    (``request_left_downloader``, sent as the downloader sends it) hands out the others.
+    Scrapy's dispatch of that signal, paid for every request, is paid only while some
+    host waits so."""
+    from pydispatch import dispatcher
+
+    h = harness({"ROBOTSTXT_OBEY": True})
+
+    def listening() -> int:
+        sender = h.crawler.signals.sender
+        return len(list(dispatcher.getReceivers(sender, signals.request_left_downloader)))
+
+    for url in ("http://a.example/0", "http://a.example/1", "http://b.example/0"):
+        h.scheduler.enqueue_request(Request(url))
+    assert listening() == 0
+    first, second = h.drain()
+    assert {url_host(first.url), url_host(second.url)} == {"a.example", "b.example"}
+    assert listening() == 1  # two hosts wait, one receiver
+    a_first = first if url_host(first.url) == "a.example" else second
+    h.crawler.signals.send_catch_log(
+        signal=signals.request_left_downloader, request=a_first, spider=None
+    )
+    assert [r.url for r in h.drain()] == ["http://a.example/1"]  # released
+    assert listening() == 1  # b.example still waits
+    h.runtime.host_answered("b.example")
+    assert listening() == 0

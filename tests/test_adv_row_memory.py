@@ -410,15 +410,12 @@ def test_memory_against_another_process_at_random(tmp_path_factory, ops, read_ma
         waiting_module.READ_MAX = old_max
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pre-existing (fails before 5be8855 too): a record got from its own waiting "
-    "row, whose write then merges another process's change, and put after that write: "
-    "its base is the merged row, so the unmerged column looks like the crawl's change",
-)
-def test_pre_existing_a_waiting_row_got_then_put_after_a_merging_write_out(
+def test_a_waiting_row_got_then_put_after_a_merging_write_out_keeps_the_merge(
     tmp_path: Path,
 ) -> None:
+    """A record got from its own waiting row, whose write then merges another process's
+    change, and put after that write: its base is the row it was got from (kept as a
+    stale base, Waiting.merged_away), so the other process's column stays."""
     path = tmp_path / "state.sqlite"
     seed(path, visited(1, 1, NOW, next_due=FAR))
     crawl = behind(path)
@@ -437,6 +434,41 @@ def test_pre_existing_a_waiting_row_got_then_put_after_a_merging_write_out(
     crawl.flush()
     stored = in_file(path, 1)
     assert stored.next_due == NOW
+    assert stored.request == {"seen": 2}
+    assert crawl.get(page(1).key) == stored
+    crawl.close()
+
+
+@pytest.mark.parametrize("given_again", ["in the group", "after the group"])
+def test_a_waiting_row_got_then_put_after_a_merging_write_in_a_group_keeps_the_merge(
+    tmp_path: Path, given_again: str
+) -> None:
+    """The same inside a group (one visit): the waiting rows are written merged into the
+    group's transaction, and the record got from its waiting row before is given again
+    inside the group or after its commit. The operator's due time stays either way."""
+    path = tmp_path / "state.sqlite"
+    seed(path, visited(1, 1, NOW, next_due=FAR), visited(2, 1, NOW, next_due=FAR))
+    crawl = behind(path)
+    record = crawl.get(page(1).key)
+    assert record is not None
+    record.request = {"seen": 1}
+    crawl.put(record)  # waiting; base: the file's row
+    with SQLiteStore(path) as other:
+        assert other.make_due([page(1).key], NOW)
+    record = crawl.get(page(1).key)  # the waiting row
+    assert record is not None
+    record.request = {"seen": 2}
+    with crawl.grouped():
+        crawl.put(visited(2, 2, NOW + 10))
+        crawl.counts()  # written merged into the group's transaction
+        if given_again == "in the group":
+            crawl.put(record)
+    if given_again == "after the group":
+        crawl.put(record)
+    crawl.flush()
+    stored = in_file(path, 1)
+    assert (stored.next_due, stored.request) == (NOW, {"seen": 2})
+    assert crawl.get(page(1).key) == stored
     crawl.close()
 
 

@@ -79,6 +79,9 @@ class Waiting:
         #: :meth:`written`).
         self.uncommitted_reads: dict[bytes, tuple[Any, ...]] = {}
         self.uncommitted_version: int | None = None
+        #: Of the rows written into a group's transaction, those the write merged with
+        #: another process's changes, as they were given (see :meth:`merged_away`).
+        self.uncommitted_merged: dict[bytes, tuple[Any, ...]] = {}
         self.last_doc_id = 0
         self._since = 0.0  # time.monotonic() of the oldest waiting row
         self._retry_at = 0.0  # not due before this time.monotonic() (a write failed)
@@ -137,6 +140,19 @@ class Waiting:
         for blob, row in rows.items():
             self.remember(blob, row)
 
+    def merged_away(self, rows: dict[bytes, tuple[Any, ...]]) -> None:
+        """``rows``, as given, were written merged with another process's changes: the
+        file's rows of their records differ from them. A ``get`` before the write may
+        have answered with one of them, and a record got so and given again must merge
+        with the file too (else a column the other process changed, which the record
+        holds as it was, would look like the crawl's change and undo it): each is kept
+        as a base (:attr:`stale`), not as read (a ``get`` reads the file)."""
+        for blob, row in rows.items():
+            self.read.pop(blob, None)
+            self.stale[blob] = row
+        while len(self.stale) > READ_MAX:
+            del self.stale[next(iter(self.stale))]
+
     def marked(self, blobs: list[bytes], status: int, since: float) -> None:
         """The file's rows of ``blobs`` took ``status`` and ``in_flight_since``
         ``since`` (:meth:`SQLiteStore.mark_in_flight
@@ -192,19 +208,25 @@ class Waiting:
         self.uncommitted_pages.clear()
         self.uncommitted_sites.clear()
         self.uncommitted_reads, self.uncommitted_version = {}, None
+        self.uncommitted_merged = {}
         if not self.read:
             self.data_version = None
         self._retry_at = 0.0
 
     def written(
-        self, exact: dict[bytes, tuple[Any, ...]] | None = None, data_version: int | None = None
+        self,
+        exact: dict[bytes, tuple[Any, ...]] | None = None,
+        data_version: int | None = None,
+        merged: dict[bytes, tuple[Any, ...]] | None = None,
     ) -> None:
         """The rows were written into a transaction that stays open (a group's); the
-        file holds ``exact`` as they are at ``data_version`` once it commits."""
+        file holds ``exact`` as they are at ``data_version`` once it commits; ``merged``:
+        the rows (as given) the write merged with another process's changes."""
         self.uncommitted_pages = dict(self.pages)
         self.uncommitted_sites = dict(self.sites)
         self.uncommitted_reads = exact or {}
         self.uncommitted_version = data_version
+        self.uncommitted_merged = merged or {}
 
     def committed(self) -> None:
         """The transaction the rows were written into committed: those not given again
@@ -220,6 +242,8 @@ class Waiting:
             elif blob in self.pages:
                 self.base[blob] = row
                 self.new.pop(blob, None)
+                if blob in self.uncommitted_merged:  # the file holds another row
+                    self.merge.add(blob)
         for host, row in self.uncommitted_sites.items():
             if self.sites.get(host) is row:
                 del self.sites[host]
@@ -232,8 +256,10 @@ class Waiting:
                 self.outdated()
             else:
                 self.keep_written(done, self.uncommitted_version)
+        self.merged_away({b: r for b, r in self.uncommitted_merged.items() if b not in self.pages})
         self.uncommitted_pages, self.uncommitted_sites = {}, {}
         self.uncommitted_reads, self.uncommitted_version = {}, None
+        self.uncommitted_merged = {}
         if not self:
             self.clear()
 
@@ -241,6 +267,7 @@ class Waiting:
         """The transaction the rows were written into was rolled back: they all wait."""
         self.uncommitted_pages, self.uncommitted_sites = {}, {}
         self.uncommitted_reads, self.uncommitted_version = {}, None
+        self.uncommitted_merged = {}
 
     def exact_rows(
         self, rows: Iterable[tuple[Any, ...]], *, new_ok: bool
@@ -260,13 +287,17 @@ class Waiting:
                 out[blob] = row
         return out
 
-    def merged(self, file_rows: dict[bytes, tuple[Any, ...]]) -> tuple[list[Any], int]:
+    def merged(
+        self, file_rows: dict[bytes, tuple[Any, ...]]
+    ) -> tuple[list[Any], int, dict[bytes, tuple[Any, ...]]]:
         """The page rows to write, given the file's ``file_rows`` now of the keys of
         :attr:`base`: a row whose record was deleted meanwhile is left out, and one whose
         file row changed takes the file's value of every column it left as it found it.
-        Returns the rows and how many were left out."""
+        Returns the rows, how many were left out, and the rows (as given, by key) that
+        took a value of the file's (:meth:`merged_away`)."""
         rows: list[Any] = []
         left_out = 0
+        moved: dict[bytes, tuple[Any, ...]] = {}
         for blob, row in self.pages.items():
             base = self.base.get(blob)
             if base is not None:
@@ -275,9 +306,12 @@ class Waiting:
                     left_out += 1
                     continue
                 if now != base:
+                    given = row
                     row = tuple(
                         ours if ours != was else theirs
                         for ours, was, theirs in zip(row, base, now, strict=True)
                     )
+                    if row != given:
+                        moved[blob] = given
             rows.append(row)
-        return rows, left_out
+        return rows, left_out, moved

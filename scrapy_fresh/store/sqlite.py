@@ -717,6 +717,7 @@ class SQLiteStore(ClosingStore):
             self._renumber_if_taken(conn)
             rows: Collection[tuple[Any, ...]] = waiting.pages.values()
             forgotten = 0
+            moved: dict[bytes, tuple[Any, ...]] = {}  # rows merged with another's changes
             # (in this transaction, which holds the write lock: no other process writes
             # the file between this and the commit)
             version = conn.execute("PRAGMA data_version").fetchone()[0]
@@ -725,7 +726,9 @@ class SQLiteStore(ClosingStore):
                 waiting.outdated()
             if waiting.base and (changed or waiting.merge):
                 # another process wrote the file meanwhile: merge with what it wrote
-                rows, forgotten = waiting.merged(self._stored_rows(conn, list(waiting.base)))
+                rows, forgotten, moved = waiting.merged(
+                    self._stored_rows(conn, list(waiting.base))
+                )
             written = 0
             for chunk in _chunks(rows, _CHUNK):
                 written += conn.executemany(_UPSERT_PAGES, chunk).rowcount
@@ -757,10 +760,11 @@ class SQLiteStore(ClosingStore):
                 {"path": self.path, "n": forgotten},
             )
         if self._grouped:  # in the group's transaction: waiting until it commits
-            waiting.written(exact, version)
+            waiting.written(exact, version, moved)
         else:
             waiting.clear()
             waiting.keep_written(exact, version)  # a get of them reads no file
+            waiting.merged_away(moved)  # ... but of these: the file holds another row
 
     def _renumber_if_taken(self, conn: sqlite3.Connection) -> None:
         """Give the waiting new records the next doc ids again if another process added

@@ -484,3 +484,29 @@ def test_request_left_downloader_is_heard_only_while_a_host_waits(harness: Any) 
     assert listening() == 1  # b.example still waits
     h.runtime.host_answered("b.example")
     assert listening() == 0
+
+
+def test_a_failing_listener_never_stops_the_others(
+    harness: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Each visit's listeners (the scheduler's refill, the visit log, PageGone items,
+    the webhook) run even when one before them raises: it is logged, the visit stays
+    recorded and the others hear it."""
+    h = harness()
+    heard: list[str] = []
+
+    def broken(*args: Any) -> None:
+        raise RuntimeError("a broken listener")
+
+    h.runtime.visit_listeners.insert(0, broken)
+    h.runtime.outcome_listeners[:0] = [broken, lambda state, *_: heard.append(state.url)]
+    h.runtime.host_listeners.insert(0, broken)
+    h.scheduler.enqueue_request(Request("http://a.example/0"))
+    (request,) = h.drain()
+    h.record(request, Outcome.NEW)
+    h.runtime.host_answered("a.example")
+    assert heard == ["http://a.example/0"]
+    assert h.state("http://a.example/0").last_crawl == h.clock[0]  # recorded
+    assert h.stat("fresh/new") == 1
+    caught = [r for r in caplog.records if "error caught in listener" in r.getMessage()]
+    assert len(caught) == 3

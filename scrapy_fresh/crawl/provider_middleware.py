@@ -680,8 +680,7 @@ class FreshProviderMiddleware:
         """Tell the visit listeners (the scheduler's continuous-mode refill) that these
         records' due times moved."""
         for state in states:
-            for listener in list(self.runtime.visit_listeners):
-                listener(state)
+            self.runtime.notify(self.runtime.visit_listeners, state)
 
     def _count_skipped(self, report: ParseReport) -> None:
         for reason, count in report.skipped.items():

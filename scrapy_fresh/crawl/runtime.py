@@ -231,18 +231,24 @@ class FreshRuntime:
             )
         return runtime
 
-    def _response_downloaded(self, response: Response, request: Request) -> None:
-        """Scrapy's ``response_downloaded``, to each of :attr:`download_listeners`. One
-        that raises is logged as Scrapy logs a failing signal handler; the others run."""
-        for listener in list(self.download_listeners):
+    def notify(self, listeners: Iterable[Callable[..., Any]], *args: Any) -> None:
+        """Call each of ``listeners`` (as they are now) with ``args``. One that raises is
+        logged, as Scrapy logs a failing signal handler, and the others still run: a
+        fault in one component never costs what another records (the visit log's line
+        of a visit the store kept, the page's items)."""
+        for listener in list(listeners):
             try:
-                listener(response, request)
+                listener(*args)
             except Exception:  # noqa: PERF203  # one failing listener never stops the others
                 logger.exception(
-                    "Error caught on signal handler: %(receiver)s",
-                    {"receiver": listener},
+                    "scrapy_fresh: error caught in listener %(listener)r",
+                    {"listener": listener},
                     extra={"spider": self.crawler.spider},
                 )
+
+    def _response_downloaded(self, response: Response, request: Request) -> None:
+        """Scrapy's ``response_downloaded``, to each of :attr:`download_listeners`."""
+        self.notify(self.download_listeners, response, request)
 
     # -- store -------------------------------------------------------------------------
 
@@ -314,8 +320,7 @@ class FreshRuntime:
 
     def host_answered(self, host: str) -> None:
         """Tell the listeners (the scheduler) that ``host`` answered a request."""
-        for listener in list(self.host_listeners):
-            listener(host)
+        self.notify(self.host_listeners, host)
 
     def host_unanswered(self, host: str, exc: Exception) -> None:
         """A download attempt at ``host`` got no answer: pause the host (tell the
@@ -323,5 +328,4 @@ class FreshRuntime:
         pause = self.reachability.failed(host)
         if pause is None:
             return
-        for listener in list(self.unreachable_listeners):
-            listener(host, pause, exc)
+        self.notify(self.unreachable_listeners, host, pause, exc)

@@ -184,14 +184,12 @@ class VisitRecorder:
                  "lost": "" if written is not False else " (not written: lease lost)"},
                 extra={"spider": self.runtime.crawler.spider},
             )  # fmt: skip
-        for listener in list(self.runtime.visit_listeners):  # the host answered, even so
-            listener(state)
+        self.runtime.notify(self.runtime.visit_listeners, state)  # the host answered, even so
         if written is False:
             return  # another worker holds the URL: its visit is the one recorded
         self.became_gone = self._became_gone(state, outcome)
         try:
-            for outcome_listener in list(self.runtime.outcome_listeners):
-                outcome_listener(state, outcome, now, headers or {})
+            self.runtime.notify(self.runtime.outcome_listeners, state, outcome, now, headers or {})
         finally:
             self.became_gone = False
 

@@ -457,18 +457,22 @@ def test_one_signal_receiver_calls_every_download_listener(
     assert "a broken listener" in caplog.text
 
 
-def test_request_left_downloader_is_heard_only_while_a_host_waits(harness: Any) -> None:
+def test_request_left_downloader_is_heard_once_a_host_waits(harness: Any) -> None:
     """With ROBOTSTXT_OBEY, a host's first request goes out alone; a download error of it
     (``request_left_downloader``, sent as the downloader sends it) hands out the others.
-    Scrapy's dispatch of that signal, paid for every request, is paid only while some
-    host waits so."""
+    Scrapy's dispatch of that signal to the scheduler, paid for every request, is paid
+    only from the first host that waits so (never without ROBOTSTXT_OBEY)."""
     from pydispatch import dispatcher
-
-    h = harness({"ROBOTSTXT_OBEY": True})
 
     def listening() -> int:
         sender = h.crawler.signals.sender
         return len(list(dispatcher.getReceivers(sender, signals.request_left_downloader)))
+
+    h = harness()  # no robots.txt: no host ever waits, the signal is never heard
+    h.scheduler.enqueue_request(Request("http://a.example/0"))
+    assert len(h.drain()) == 1
+    assert listening() == 0
+    h = harness({"ROBOTSTXT_OBEY": True})
 
     for url in ("http://a.example/0", "http://a.example/1", "http://b.example/0"):
         h.scheduler.enqueue_request(Request(url))
@@ -481,9 +485,8 @@ def test_request_left_downloader_is_heard_only_while_a_host_waits(harness: Any) 
         signal=signals.request_left_downloader, request=a_first, spider=None
     )
     assert [r.url for r in h.drain()] == ["http://a.example/1"]  # released
-    assert listening() == 1  # b.example still waits
     h.runtime.host_answered("b.example")
-    assert listening() == 0
+    assert listening() == 1  # connected once, for the rest of the crawl
 
 
 def test_a_failing_listener_never_stops_the_others(

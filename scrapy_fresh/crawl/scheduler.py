@@ -126,8 +126,8 @@ class FreshScheduler(BaseScheduler):
         self._fifo: deque[Request] = deque()
         self._handoffs: dict[int, Request] = {}
         self._gates: dict[str, _Gate] = {}
-        #: Gates made by :meth:`_close_gate` and not released yet.
-        self._gates_waiting = 0
+        #: Whether request_left_downloader is connected (:meth:`_close_gate`).
+        self._hears_departures = False
         #: Hosts whose pages wait for the next run (a long Retry-After, see _defer).
         self._deferred: set[str] = set()
         #: Cycle mode: seconds of Retry-After back-off each host made this run wait.
@@ -929,11 +929,13 @@ class FreshScheduler(BaseScheduler):
     def _close_gate(self, host: str, now: float) -> None:
         """Hand out one request of ``host`` and park the others until its robots.txt is
         parsed or it answers (:meth:`_release`). Scrapy's ``request_left_downloader`` is
-        listened to only while a gate waits: a receiver costs Scrapy's signal dispatch
-        about 32,000 instructions for every request of the crawl."""
+        listened to from the first such gate on (``ROBOTSTXT_OBEY``), not before: its
+        dispatch to one more receiver costs every request of the crawl. (Never
+        disconnected: a receiver removed while the signal is sent makes Scrapy skip the
+        next one, another component's.)"""
         self._gates[host] = _Gate(since=now, deadline=now + self._gate_secs)
-        self._gates_waiting += 1
-        if self._gates_waiting == 1:
+        if not self._hears_departures:
+            self._hears_departures = True
             self.crawler.signals.connect(
                 self._request_left_downloader, signal=signals.request_left_downloader
             )
@@ -948,11 +950,6 @@ class FreshScheduler(BaseScheduler):
         if gate is None or not gate.waiting or gate.deferred:
             return
         gate.waiting = False
-        self._gates_waiting -= 1
-        if not self._gates_waiting:
-            self.crawler.signals.disconnect(
-                self._request_left_downloader, signal=signals.request_left_downloader
-            )
         now = self._now
         delay = self.politeness.delay(host)
         if delay:

@@ -381,14 +381,38 @@ def test_a_content_length_alone_is_no_check_unless_opted_into(
     assert head is Check.CONDITIONAL  # validators: a conditional GET, as before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known miss, not fixed yet: every run of whitespace in a field becomes one "
-    "space, so a field holding code does not see a line leave a loop",
-)
-def test_an_item_field_keeps_the_indentation_of_code() -> None:
-    from scrapy_fresh.fingerprint.itemfields import item_hashes
+CODE_BEFORE = {"text": "for x in xs:\n    check(x)\n    count += 1"}
+CODE_AFTER = {"text": "for x in xs:\n    check(x)\ncount += 1"}  # a line left the loop
 
-    before = {"text": "for x in xs:\n    check(x)\n    count += 1"}
-    after = {"text": "for x in xs:\n    check(x)\ncount += 1"}
-    assert item_hashes(before, None, {}) != item_hashes(after, None, {})
+
+def test_a_field_marked_as_code_keeps_the_indentation_of_its_lines() -> None:
+    code = parse_field_rules({"text": {"code": True}}, "FRESH_FIELD_RULES")
+    assert item_hashes(CODE_BEFORE, None, code) != item_hashes(CODE_AFTER, None, code)
+    # trailing spaces, blank lines and the line ends' kind are still layout
+    relaid = {"text": "for x in xs:\r\n    check(x)   \r\n\r\n    count += 1\n"}
+    assert item_hashes(CODE_BEFORE, None, code) == item_hashes(relaid, None, code)
+
+
+def test_by_default_a_fields_indentation_is_layout() -> None:
+    """Without the rule a value's whitespace is the template's (a field taken from
+    indented markup): a changed indentation is no change. Documented (FRESH_FIELD_RULES,
+    ``code``); the rule is opt-in."""
+    assert item_hashes(CODE_BEFORE, None, {}) == item_hashes(CODE_AFTER, None, {})
+
+
+def test_the_code_rule_is_checked_and_kept_with_the_rules_description() -> None:
+    from scrapy_fresh.fingerprint.itemfields import (
+        ItemRules,
+        describe_field_rules,
+        field_scheme_of,
+        rebuild_field_rules,
+    )
+
+    with pytest.raises(ConfigError, match=r"FRESH_FIELD_RULES\['text'\]\['code'\]"):
+        parse_field_rules({"text": {"code": "yes"}}, "FRESH_FIELD_RULES")
+    code = ItemRules.of(None, parse_field_rules({"text": {"code": True}}, "R"))
+    plain = ItemRules.of(None, parse_field_rules({"text": {"ignore": "x"}}, "R"))
+    assert rebuild_field_rules(describe_field_rules(code)) == code
+    assert field_scheme_of(code) != field_scheme_of(plain)
+    # rules without it are described as before it existed: their stored tags still hold
+    assert "code" not in describe_field_rules(plain)["rules"]["text"]

@@ -56,6 +56,7 @@ from resiliparse.parse.html import CSSParserException, DocumentNode, DOMNode, HT
 
 from scrapy_fresh._boolean import parse_flag
 from scrapy_fresh.exceptions import ConfigError
+from scrapy_fresh.fingerprint.code import code_text
 from scrapy_fresh.fingerprint.shingles import _decode_with_codec, fingerprint_text
 from scrapy_fresh.providers.safexml import TooLarge, gunzip_capped, is_gzip
 
@@ -847,7 +848,7 @@ def normalize_text(text: str, rules: ContentRules = DEFAULT_RULES) -> str:
             prose = [_denoise(p, rules) for p in prose]
     out = [" ".join(prose[0].split())]
     for block, after in zip(code, prose[1:], strict=True):
-        out += (_code_text(block), " ".join(after.split()))
+        out += (code_text(block), " ".join(after.split()))
     return " ".join(part for part in out if part)
 
 
@@ -888,14 +889,6 @@ def _denoise(text: str, rules: ContentRules) -> str:
         if not probes or any(p in (text if p[0] == "{" else lower) for p in probes):
             text = step(text)
     return text
-
-
-def _code_text(block: str) -> str:
-    """Code as written: no noise rules; a block of lines keeps each line's indentation
-    (a line moved out of a loop is an edit), trailing spaces and blank lines go."""
-    if "\n" not in block:
-        return " ".join(block.split())
-    return "\n".join(line.rstrip() for line in block.splitlines() if line.strip())
 
 
 def content_text(

@@ -34,6 +34,7 @@ from functools import lru_cache
 from typing import Any, Final
 
 from scrapy_fresh.exceptions import ConfigError
+from scrapy_fresh.fingerprint.code import code_text
 from scrapy_fresh.fingerprint.shingles import fingerprint_text, hamming
 
 __all__ = [
@@ -63,7 +64,7 @@ __all__ = [
 FIELD_PREFIX: Final = "fresh_"
 #: Highest ``fuzzy_bits``: a simhash has 64 bits, and 64 would never see a change.
 MAX_FUZZY_BITS: Final = 63
-_RULE_KEYS: Final = ("fuzzy_bits", "ignore", "skip")
+_RULE_KEYS: Final = ("code", "fuzzy_bits", "ignore", "skip")
 #: Version of the normalising and hashing of field values: rules of another version
 #: cannot be applied again to hash a page's items as they were hashed then.
 ITEM_HASH_VERSION: Final = 1
@@ -82,11 +83,17 @@ class FieldRule:
         bits: the field is compared by the simhash of its text and changed when more
         than this many bits differ (for a long text whose small edits do not matter).
     :param skip: the field is not counted at all.
+    :param code: the field holds code: a value of several lines keeps each line's
+        indentation (a line moved out of a loop is an edit; trailing spaces and blank
+        lines still go), as a page's ``<pre>`` block does
+        (:func:`~scrapy_fresh.fingerprint.code.code_text`). Off by default: the
+        indentation of a value taken from the page's markup is the template's layout.
     """
 
     ignore: tuple[re.Pattern[str], ...] = ()
     fuzzy_bits: int | None = None
     skip: bool = False
+    code: bool = False
 
 
 #: Rules by field name; fields without a rule are compared exactly.
@@ -163,11 +170,12 @@ def _rule(value: Any, where: str) -> FieldRule:
             f"{where}['fuzzy_bits'] ({bits!r}) must be None (exact) or a whole number of bits "
             f"from 0 to {MAX_FUZZY_BITS}."
         )
-    skip = value.get("skip", False)
-    if not isinstance(skip, bool):
-        raise ConfigError(f"{where}['skip'] ({skip!r}) must be True or False.")
+    flags = {name: value.get(name, False) for name in ("skip", "code")}
+    for name, flag in flags.items():
+        if not isinstance(flag, bool):
+            raise ConfigError(f"{where}[{name!r}] ({flag!r}) must be True or False.")
     ignore = _patterns(value.get("ignore", ()), f"{where}['ignore']")
-    return FieldRule(ignore=ignore, fuzzy_bits=bits, skip=skip)
+    return FieldRule(ignore=ignore, fuzzy_bits=bits, **flags)
 
 
 def parse_field_rules(value: Any, where: str) -> dict[str, FieldRule]:
@@ -182,7 +190,7 @@ def parse_field_rules(value: Any, where: str) -> dict[str, FieldRule]:
     >>> parse_field_rules({"price": {"fuzzy": 1}}, "FRESH_FIELD_RULES")
     Traceback (most recent call last):
     ...
-    scrapy_fresh.exceptions.ConfigError: FRESH_FIELD_RULES['price'] has unknown key(s) 'fuzzy'; expected fuzzy_bits, ignore, skip.
+    scrapy_fresh.exceptions.ConfigError: FRESH_FIELD_RULES['price'] has unknown key(s) 'fuzzy'; expected code, fuzzy_bits, ignore, skip.
     """
     if value is None:
         return {}
@@ -217,7 +225,7 @@ def merge_rules(*layers: FieldRules) -> dict[str, FieldRule]:
 def _text(value: str, rule: FieldRule) -> str:
     for pattern in rule.ignore:
         value = pattern.sub(" ", value)
-    return " ".join(value.split())
+    return code_text(value) if rule.code else " ".join(value.split())
 
 
 def _plain(value: Any, rule: FieldRule) -> Any:
@@ -414,6 +422,8 @@ def describe_field_rules(rules: ItemRules) -> dict[str, Any]:
                 "ignore": [[p.pattern, p.flags] for p in rule.ignore],
                 "fuzzy_bits": rule.fuzzy_bits,
                 "skip": rule.skip,
+                # only when set: the rules described before it existed keep their tags
+                **({"code": True} if rule.code else {}),
             }
             for name, rule in rules.rules
         },
@@ -437,6 +447,7 @@ def rebuild_field_rules(held: Any) -> ItemRules | None:
                 ignore=tuple(re.compile(p, flags) for p, flags in rule.get("ignore") or ()),
                 fuzzy_bits=rule.get("fuzzy_bits"),
                 skip=bool(rule.get("skip")),
+                code=bool(rule.get("code")),
             )
             for name, rule in (held.get("rules") or {}).items()
         }

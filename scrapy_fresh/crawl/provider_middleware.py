@@ -733,6 +733,12 @@ def _rename(signals: Signals, old: str, new: str) -> Signals:
 
 
 def _split(signals: Signals, url: str) -> tuple[Signals, Signals]:
+    """``signals`` about ``url`` and about other URLs, without child sitemaps (new
+    objects but for the common case, all about ``url`` and no sitemap: a page's own
+    headers, returned as they are)."""
+    said = (signals.past, signals.announced, signals.not_before, signals.quiet)
+    if not signals.sitemaps and all(signal.url == url for kind in said for signal in kind):
+        return signals, Signals()
     mine, others = Signals(), Signals()
     for attr in ("past", "announced", "not_before", "quiet"):
         for signal in getattr(signals, attr):

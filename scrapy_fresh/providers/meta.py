@@ -59,7 +59,7 @@ def meta_signals(meta: Mapping[str, Any], url: str, now: float, report: ParseRep
     >>> s = meta_signals({"fresh_updates": [100, "bad"], "fresh_schedule": [[200, 0.5],
     ...                   [300, 7]]}, "http://a/", 150.0, r)
     >>> [p.when for p in s.past], [(a.when, a.probability) for a in s.announced], r.skipped
-    ([100.0], [(200.0, 0.5)], Counter({'bad_meta': 2}))
+    ([100.0], [(200.0, 0.5)], {'bad_meta': 2})
     """
     signals = Signals(report=report)
     updates = meta.get("fresh_updates")

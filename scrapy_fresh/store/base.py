@@ -150,8 +150,12 @@ class PageState:
     # SQLiteStore rebuilds records it checked and normalised itself without calling
     # __init__ (sqlite._decode): keep __post_init__ to checks and normalisation.
     def __post_init__(self) -> None:
-        self.status = Status(self.status)
-        self.provider = Provider(self.provider)
+        # (a member as given is kept: an Enum call costs thousands of instructions,
+        # and a crawl makes a record per new URL)
+        if type(self.status) is not Status:
+            self.status = Status(self.status)
+        if type(self.provider) is not Provider:
+            self.provider = Provider(self.provider)
         if not 0 <= self.change_bucket <= 255:
             raise ValueError(
                 f"change_bucket ({self.change_bucket!r}) must fit in one byte (0..255)."
@@ -166,8 +170,8 @@ class PageState:
             raise ValueError(
                 f"content_hash ({self.content_hash!r}) must be an unsigned 64-bit integer."
             )
-        self.past_updates = _bounded_past(self.past_updates)
-        self.future_updates = _bounded_future(self.future_updates)
+        self.past_updates = _bounded_past(self.past_updates) if self.past_updates else []
+        self.future_updates = _bounded_future(self.future_updates) if self.future_updates else []
 
     @property
     def is_new(self) -> bool:

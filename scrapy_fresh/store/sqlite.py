@@ -754,17 +754,20 @@ class SQLiteStore(ClosingStore):
         # later visit of its record in between (the row count leaves refused ones out).
         self.regressions_refused += len(rows) - written
         if forgotten:
-            logger.info(
-                "SQLite store %(path)s: %(n)s records another process deleted (scrapy-fresh "
-                "forget) while their writes waited were not written back.",
-                {"path": self.path, "n": forgotten},
-            )
+            self._log_not_written_back(forgotten)
         if self._grouped:  # in the group's transaction: waiting until it commits
             waiting.written(exact, version, moved)
         else:
             waiting.clear()
             waiting.keep_written(exact, version)  # a get of them reads no file
             waiting.merged_away(moved)  # ... but of these: the file holds another row
+
+    def _log_not_written_back(self, n: int) -> None:
+        logger.info(
+            "SQLite store %(path)s: %(n)s records another process deleted (scrapy-fresh "
+            "forget) while their writes waited were not written back.",
+            {"path": self.path, "n": n},
+        )
 
     def _renumber_if_taken(self, conn: sqlite3.Connection) -> None:
         """Give the waiting new records the next doc ids again if another process added
@@ -1097,6 +1100,13 @@ class SQLiteStore(ClosingStore):
                 unread = [b for b in missing if b not in bases]
                 stale = self._waiting.take_stale(unread)
                 bases.update(self._stored_rows(conn, unread))
+                # in the file when got (this store's own deletes drop the stale rows),
+                # not any more: another process deleted them, they are not written back
+                gone = stale.keys() - bases.keys()
+                if gone:
+                    kept = [(s, r) for s, r in zip(states, rows, strict=True) if r[0] not in gone]
+                    states, rows = [s for s, _ in kept], [r for _, r in kept]
+                    self._log_not_written_back(len(gone))
             # how far each record is visited in the file (or as read since data_version)
             stored = {blob: (row[_VISITS], row[_LAST_CRAWL]) for blob, row in bases.items()}
             for blob in stale.keys() & bases.keys():  # still in the file: the row a get

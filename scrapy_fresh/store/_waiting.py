@@ -40,6 +40,11 @@ _DOC_ID, _STATUS, _SINCE = 3, 4, 9
 READ_MAX = 8192
 
 
+def _marked(row: tuple[Any, ...], status: int, since: float) -> tuple[Any, ...]:
+    """``row`` with the ``status`` and ``in_flight_since`` a mark gave it."""
+    return (*row[:_STATUS], status, *row[_STATUS + 1 : _SINCE], since, *row[_SINCE + 1 :])
+
+
 class Waiting:
     """The page and site rows not yet written to the file, by key and by host, in the
     order they were first given (the file gives new records their doc ids in it)."""
@@ -82,6 +87,9 @@ class Waiting:
         #: Of the rows written into a group's transaction, those the write merged with
         #: another process's changes, as they were given (see :meth:`merged_away`).
         self.uncommitted_merged: dict[bytes, tuple[Any, ...]] = {}
+        #: ``(status, in_flight_since)`` of the rows written into a group's transaction
+        #: that ``mark_in_flight`` marked in the file since (:meth:`marked`).
+        self.uncommitted_marks: dict[bytes, tuple[int, float]] = {}
         self.last_doc_id = 0
         self._since = 0.0  # time.monotonic() of the oldest waiting row
         self._retry_at = 0.0  # not due before this time.monotonic() (a write failed)
@@ -162,8 +170,10 @@ class Waiting:
             for blob in blobs:
                 row = rows.get(blob)
                 if row is not None:
-                    rows[blob] = (*row[:_STATUS], status, *row[_STATUS + 1 : _SINCE], since,
-                                  *row[_SINCE + 1 :])  # fmt: skip
+                    rows[blob] = _marked(row, status, since)
+        for blob in blobs:  # the bases they give at the commit (committed)
+            if blob in self.uncommitted_pages:
+                self.uncommitted_marks[blob] = (status, since)
 
     def take_reads(self, blobs: list[bytes]) -> dict[bytes, tuple[Any, ...]]:
         """The remembered rows of ``blobs`` (taken: a row is the base of one write)."""
@@ -208,7 +218,7 @@ class Waiting:
         self.uncommitted_pages.clear()
         self.uncommitted_sites.clear()
         self.uncommitted_reads, self.uncommitted_version = {}, None
-        self.uncommitted_merged = {}
+        self.uncommitted_merged, self.uncommitted_marks = {}, {}
         if not self.read:
             self.data_version = None
         self._retry_at = 0.0
@@ -221,18 +231,31 @@ class Waiting:
     ) -> None:
         """The rows were written into a transaction that stays open (a group's); the
         file holds ``exact`` as they are at ``data_version`` once it commits; ``merged``:
-        the rows (as given) the write merged with another process's changes."""
+        the rows (as given) the write merged with another process's changes. Rows
+        written into it before and not given again since were not written again: what
+        was learned of them then holds."""
+        before = self.uncommitted_pages
+        for blob, row in self.pages.items():
+            if before.get(blob) is not row:  # written now: a mark before it is undone
+                self.uncommitted_marks.pop(blob, None)
+                self.uncommitted_reads.pop(blob, None)
+                self.uncommitted_merged.pop(blob, None)
         self.uncommitted_pages = dict(self.pages)
         self.uncommitted_sites = dict(self.sites)
-        self.uncommitted_reads = exact or {}
+        self.uncommitted_reads.update(exact or {})
         self.uncommitted_version = data_version
-        self.uncommitted_merged = merged or {}
+        self.uncommitted_merged.update(merged or {})
 
     def committed(self) -> None:
         """The transaction the rows were written into committed: those not given again
         since are done; one given again since now has the row written as its base (the
         file holds it: its record is no longer new, and a column the crawl set back to
         its value before that write is the crawl's change, not one left as found)."""
+        marks = self.uncommitted_marks
+        for blob, mark in marks.items():  # the rows as the file holds them
+            merged = self.uncommitted_merged.get(blob)
+            if merged is not None:
+                self.uncommitted_merged[blob] = _marked(merged, *mark)
         for blob, row in self.uncommitted_pages.items():
             if self.pages.get(blob) is row:
                 del self.pages[blob]
@@ -240,7 +263,9 @@ class Waiting:
                 self.base.pop(blob, None)
                 self.merge.discard(blob)
             elif blob in self.pages:
-                self.base[blob] = row
+                self.base[blob] = self.uncommitted_merged.get(blob) or (
+                    _marked(row, *marks[blob]) if blob in marks else row
+                )
                 self.new.pop(blob, None)
                 if blob in self.uncommitted_merged:  # the file holds another row
                     self.merge.add(blob)
@@ -259,7 +284,7 @@ class Waiting:
         self.merged_away({b: r for b, r in self.uncommitted_merged.items() if b not in self.pages})
         self.uncommitted_pages, self.uncommitted_sites = {}, {}
         self.uncommitted_reads, self.uncommitted_version = {}, None
-        self.uncommitted_merged = {}
+        self.uncommitted_merged, self.uncommitted_marks = {}, {}
         if not self:
             self.clear()
 
@@ -267,7 +292,7 @@ class Waiting:
         """The transaction the rows were written into was rolled back: they all wait."""
         self.uncommitted_pages, self.uncommitted_sites = {}, {}
         self.uncommitted_reads, self.uncommitted_version = {}, None
-        self.uncommitted_merged = {}
+        self.uncommitted_merged, self.uncommitted_marks = {}, {}
 
     def exact_rows(
         self, rows: Iterable[tuple[Any, ...]], *, new_ok: bool
@@ -288,7 +313,9 @@ class Waiting:
         return out
 
     def merged(
-        self, file_rows: dict[bytes, tuple[Any, ...]]
+        self,
+        file_rows: dict[bytes, tuple[Any, ...]],
+        pages: dict[bytes, tuple[Any, ...]] | None = None,
     ) -> tuple[list[Any], int, dict[bytes, tuple[Any, ...]]]:
         """The page rows to write, given the file's ``file_rows`` now of the keys of
         :attr:`base`: a row whose record was deleted meanwhile is left out, and one whose
@@ -298,7 +325,7 @@ class Waiting:
         rows: list[Any] = []
         left_out = 0
         moved: dict[bytes, tuple[Any, ...]] = {}
-        for blob, row in self.pages.items():
+        for blob, row in (self.pages if pages is None else pages).items():
             base = self.base.get(blob)
             if base is not None:
                 now = file_rows.get(blob)

@@ -714,8 +714,15 @@ class SQLiteStore(ClosingStore):
         waiting = self._waiting
         conn.execute("SAVEPOINT fresh_waiting" if savepoint else "BEGIN IMMEDIATE")
         try:
-            self._renumber_if_taken(conn)
-            rows: Collection[tuple[Any, ...]] = waiting.pages.values()
+            # In a group's transaction, rows written into it already and not given again
+            # since are not written again: the file holds them, and an in-flight mark
+            # made since (mark_in_flight) would be undone.
+            before = waiting.uncommitted_pages
+            self._renumber_if_taken(conn, before)
+            pages = waiting.pages
+            if before:
+                pages = {b: r for b, r in pages.items() if before.get(b) is not r}
+            rows: Collection[tuple[Any, ...]] = pages.values()
             forgotten = 0
             moved: dict[bytes, tuple[Any, ...]] = {}  # rows merged with another's changes
             # (in this transaction, which holds the write lock: no other process writes
@@ -727,7 +734,7 @@ class SQLiteStore(ClosingStore):
             if waiting.base and (changed or waiting.merge):
                 # another process wrote the file meanwhile: merge with what it wrote
                 rows, forgotten, moved = waiting.merged(
-                    self._stored_rows(conn, list(waiting.base))
+                    self._stored_rows(conn, [b for b in waiting.base if b in pages]), pages
                 )
             written = 0
             for chunk in _chunks(rows, _CHUNK):
@@ -769,18 +776,23 @@ class SQLiteStore(ClosingStore):
             {"path": self.path, "n": n},
         )
 
-    def _renumber_if_taken(self, conn: sqlite3.Connection) -> None:
+    def _renumber_if_taken(
+        self, conn: sqlite3.Connection, written: dict[bytes, tuple[Any, ...]]
+    ) -> None:
         """Give the waiting new records the next doc ids again if another process added
-        records since they were given (the file's sequence passed the first of them)."""
+        records since they were given (the file's sequence passed the first of them);
+        not those ``written`` into the open transaction already (the file holds them)."""
         waiting = self._waiting
-        if not waiting.new:
+        pages = waiting.pages
+        new = [b for b in waiting.new if written.get(b) is not pages[b]]
+        if not new:
             return
         row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'pages'").fetchone()
         seq = row[0] if row else 0
-        first = min(waiting.pages[blob][3] for blob in waiting.new)
+        first = min(pages[blob][3] for blob in new)
         if seq < first:
             return
-        for blob in waiting.new:  # in the order they were given
+        for blob in new:  # in the order they were given
             seq += 1
             waiting.pages[blob] = (*waiting.pages[blob][:3], seq, *waiting.pages[blob][4:])
         waiting.last_doc_id = seq

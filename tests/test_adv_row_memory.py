@@ -22,6 +22,8 @@ from tests.test_writebehind_adversarial import NOW, _CommitFails, behind, visite
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from scrapy_fresh.store.base import PageState
+
 FAR = 4_000_000_000.0
 
 
@@ -410,14 +412,12 @@ def test_memory_against_another_process_at_random(tmp_path_factory, ops, read_ma
         waiting_module.READ_MAX = old_max
 
 
-def test_a_waiting_row_got_then_put_after_a_merging_write_out_keeps_the_merge(
-    tmp_path: Path,
-) -> None:
-    """A record got from its own waiting row, whose write then merges another process's
-    change, and put after that write: its base is the row it was got from (kept as a
-    stale base, Waiting.merged_away), so the other process's column stays."""
-    path = tmp_path / "state.sqlite"
-    seed(path, visited(1, 1, NOW, next_due=FAR))
+def got_from_a_waiting_row_made_due(path: Path) -> tuple[SQLiteStore, PageState]:
+    """Records 1 and 2 visited, not due, at ``path``; record 1 given again to a store
+    writing behind (a sighting: its row waits, its base the file's row), then made due by
+    another connection (``scrapy-fresh due``). Returns the store and record 1 as a
+    ``get`` answers it then: from its waiting row."""
+    seed(path, visited(1, 1, NOW, next_due=FAR), visited(2, 1, NOW, next_due=FAR))
     crawl = behind(path)
     record = crawl.get(page(1).key)
     assert record is not None
@@ -427,6 +427,17 @@ def test_a_waiting_row_got_then_put_after_a_merging_write_out_keeps_the_merge(
         assert other.make_due([page(1).key], NOW)
     record = crawl.get(page(1).key)  # the waiting row
     assert record is not None
+    return crawl, record
+
+
+def test_a_waiting_row_got_then_put_after_a_merging_write_out_keeps_the_merge(
+    tmp_path: Path,
+) -> None:
+    """A record got from its own waiting row, whose write then merges another process's
+    change, and put after that write: its base is the row it was got from (kept as a
+    stale base, Waiting.merged_away), so the other process's column stays."""
+    path = tmp_path / "state.sqlite"
+    crawl, record = got_from_a_waiting_row_made_due(path)
     crawl.put(visited(9, 1, NOW))
     crawl.flush()  # record 1 written merged with the operator's due time
     record.request = {"seen": 2}
@@ -447,16 +458,7 @@ def test_a_waiting_row_got_then_put_after_a_merging_write_in_a_group_keeps_the_m
     group's transaction, and the record got from its waiting row before is given again
     inside the group or after its commit. The operator's due time stays either way."""
     path = tmp_path / "state.sqlite"
-    seed(path, visited(1, 1, NOW, next_due=FAR), visited(2, 1, NOW, next_due=FAR))
-    crawl = behind(path)
-    record = crawl.get(page(1).key)
-    assert record is not None
-    record.request = {"seen": 1}
-    crawl.put(record)  # waiting; base: the file's row
-    with SQLiteStore(path) as other:
-        assert other.make_due([page(1).key], NOW)
-    record = crawl.get(page(1).key)  # the waiting row
-    assert record is not None
+    crawl, record = got_from_a_waiting_row_made_due(path)
     record.request = {"seen": 2}
     with crawl.grouped():
         crawl.put(visited(2, 2, NOW + 10))

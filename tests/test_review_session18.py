@@ -9,6 +9,7 @@ import pytest
 from scrapy_fresh.store.base import Status
 from scrapy_fresh.store.sqlite import SQLiteStore
 from tests.store_contract import page
+from tests.test_adv_row_memory import got_from_a_waiting_row_made_due
 from tests.test_sqlite_row_memory import in_file, seed
 from tests.test_writebehind_adversarial import NOW, behind, visited
 
@@ -33,16 +34,7 @@ def test_an_in_flight_mark_in_a_group_after_a_merging_write_reaches_the_merged_b
     (Waiting.marked): otherwise the merge takes the file's in-flight status as a column
     the crawl left as found, and the visited record stays in flight."""
     path = tmp_path / "state.sqlite"
-    seed(path, visited(1, 1, NOW, next_due=FAR), visited(2, 1, NOW, next_due=FAR))
-    crawl = behind(path)
-    record = crawl.get(page(1).key)
-    assert record is not None
-    record.request = {"seen": 1}
-    crawl.put(record)  # waiting; base: the file's row
-    with SQLiteStore(path) as operator:
-        assert operator.make_due([page(1).key], NOW)
-    record = crawl.get(page(1).key)  # the waiting row (idle)
-    assert record is not None
+    crawl, record = got_from_a_waiting_row_made_due(path)
     with crawl.grouped():
         crawl.put(visited(2, 2, NOW + 10))
         crawl.counts()  # the waiting rows: written merged into the group's transaction
@@ -68,16 +60,7 @@ def test_control_an_in_flight_mark_after_a_merging_write_out_outside_a_group(
     """Control of the test above: the same without a group holds (the mark reaches the
     stale base through Waiting.marked)."""
     path = tmp_path / "state.sqlite"
-    seed(path, visited(1, 1, NOW, next_due=FAR), visited(2, 1, NOW, next_due=FAR))
-    crawl = behind(path)
-    record = crawl.get(page(1).key)
-    assert record is not None
-    record.request = {"seen": 1}
-    crawl.put(record)
-    with SQLiteStore(path) as operator:
-        assert operator.make_due([page(1).key], NOW)
-    record = crawl.get(page(1).key)
-    assert record is not None
+    crawl, record = got_from_a_waiting_row_made_due(path)
     crawl.put(visited(2, 2, NOW + 10))
     crawl.flush()  # written merged
     crawl.mark_in_flight([page(1).key], NOW + 20)

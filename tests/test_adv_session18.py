@@ -362,15 +362,8 @@ import json, sys
 from pydispatch import dispatcher
 from scrapy import Request, Spider, signals
 from scrapy.crawler import CrawlerProcess
-from scrapy_fresh.crawl.scheduler import FreshScheduler
 
 config = json.loads(open(sys.argv[1]).read())
-calls = []
-original = FreshScheduler._request_left_downloader
-def counted(self, request):
-    calls.append(request.url)
-    return original(self, request)
-FreshScheduler._request_left_downloader = counted
 
 class S(Spider):
     name = "deferred_robots"
@@ -394,7 +387,6 @@ def closed(reason):
 crawler.signals.connect(closed, signal=signals.spider_closed)
 process.crawl(crawler)
 process.start()
-out["calls"] = calls
 out["stats"] = {k: str(v) for k, v in crawler.stats.get_stats().items()}
 open(config["output"], "w").write(json.dumps(out))
 """

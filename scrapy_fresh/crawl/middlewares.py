@@ -132,7 +132,8 @@ class _FreshComponent:
 class FreshReachabilityMiddleware(_FreshComponent):
     """Watch every download attempt for a host that gives no answer
     (:mod:`scrapy_fresh.crawl.reachability`): a response of the host resets its count
-    (a download listener of the runtime, not ``process_response``: it costs less),
+    (a download listener of the runtime, not ``process_response``: one middleware call
+    less per response),
     an attempt that could not connect, found no DNS answer or timed out adds one.
 
     Enable it above ``RetryMiddleware`` (550), so that it sees the attempts Scrapy

@@ -212,7 +212,7 @@ class FreshRuntime:
         #: Called with (response, request) for each response a download handler gave
         #: (Scrapy's ``response_downloaded``): the scheduler, the visit log, the watch on
         #: unreachable hosts. One receiver calls them all (:meth:`_response_downloaded`):
-        #: Scrapy's signal dispatch costs more per receiver than their own work.
+        #: Scrapy's signal dispatch is paid per receiver.
         self.download_listeners: list[Callable[[Response, Request], None]] = []
         crawler.signals.connect(self._response_downloaded, signal=signals.response_downloaded)
         #: What this crawl learns about hosts' validators (:mod:`scrapy_fresh.crawl.checks`).

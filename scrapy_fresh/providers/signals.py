@@ -126,7 +126,7 @@ class ParseReport:
     outcome: str = "ok"
     entries: int = 0
     #: A dict, not a ``Counter``: one is made for every response, and an empty
-    #: ``Counter`` costs about 5,000 instructions to make, a dict a few dozen.
+    #: ``Counter`` runs Python code to be made, a dict none.
     skipped: dict[str, int] = field(default_factory=dict)
     error: str = ""
     compressed_bytes: int = 0

@@ -170,8 +170,12 @@ class PageState:
             raise ValueError(
                 f"content_hash ({self.content_hash!r}) must be an unsigned 64-bit integer."
             )
-        self.past_updates = _bounded_past(self.past_updates) if self.past_updates else []
-        self.future_updates = _bounded_future(self.future_updates) if self.future_updates else []
+        # (an empty list needs no sorting; anything else is checked and sorted as given)
+        past, future = self.past_updates, self.future_updates
+        self.past_updates = [] if type(past) is list and not past else _bounded_past(past)
+        self.future_updates = (
+            [] if type(future) is list and not future else _bounded_future(future)
+        )
 
     @property
     def is_new(self) -> bool:

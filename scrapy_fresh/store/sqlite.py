@@ -784,7 +784,9 @@ class SQLiteStore(ClosingStore):
         not those ``written`` into the open transaction already (the file holds them)."""
         waiting = self._waiting
         pages = waiting.pages
-        new = [b for b in waiting.new if written.get(b) is not pages[b]]
+        new = (
+            [b for b in waiting.new if written.get(b) is not pages[b]] if written else waiting.new
+        )
         if not new:
             return
         row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'pages'").fetchone()

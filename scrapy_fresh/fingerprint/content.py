@@ -870,15 +870,24 @@ def _code_pieces(text: str) -> tuple[list[str], list[str]]:
         elif token == _CODE_END:
             depth -= 1
             if depth == 0:
-                code.append("".join(run))
-                run = []
+                run = _end_code(prose, code, run)
         else:
             run.append(token)
     if depth:
-        code.append("".join(run))
-        run = []
+        run = _end_code(prose, code, run)
     prose.append("".join(run))
     return prose, code
+
+
+def _end_code(prose: list[str], code: list[str], run: list[str]) -> list[str]:
+    """End a code piece (``run``); return the run that goes on. Marks with nothing
+    between them (a ``<code>`` holding only empty elements) are no code: the prose
+    before them goes on, as if they were not there."""
+    block = "".join(run)
+    if block:
+        code.append(block)
+        return []
+    return [prose.pop()]
 
 
 def _denoise(text: str, rules: ContentRules) -> str:
